@@ -1,0 +1,1 @@
+"""Embedder protocol; placeholder until the segmentation issue fills it in."""

@@ -1,0 +1,212 @@
+"""Domain models: the contract between the pure core, storage and the flows.
+
+All datetimes are timezone-aware UTC inside the core; storage converts to the
+naive UTC that LanceDB keeps and back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Role = Literal["user", "assistant", "tool", "system"]
+TurnKind = Literal[
+    "user-question",
+    "user-correction",
+    "assistant-answer",
+    "tool-call",
+    "tool-error",
+    "tool-success",
+    "system-event",
+    "other",
+]
+ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
+TURN_KINDS: tuple[str, ...] = (
+    "user-question",
+    "user-correction",
+    "assistant-answer",
+    "tool-call",
+    "tool-error",
+    "tool-success",
+    "system-event",
+    "other",
+)
+BoundaryReason = Literal[
+    "size_cap",
+    "time_gap",
+    "idle",
+    "semantic_shift",
+    "change_point",
+    "surprisal",
+    "structural",
+    "agent_marker",
+    "prediction_error",
+    "flush",
+]
+FactStatus = Literal["active", "superseded", "deleted"]
+FactEvent = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
+
+
+def utc(ts: datetime) -> datetime:
+    """Aware UTC; a naive value is taken to be UTC already (LanceDB's convention)."""
+    if ts.tzinfo is None:
+        return ts.replace(tzinfo=UTC)
+    return ts.astimezone(UTC)
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def stable_id(*parts: object) -> str:
+    """A short, stable hash of its parts; the basis of every idempotent key."""
+    h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8"))
+    return h.hexdigest()[:32]
+
+
+class TurnIn(BaseModel):
+    """A parsed turn before it has a place in the raw log (no seq yet)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str = Field(min_length=1, max_length=512)
+    stream_id: str = Field(min_length=1, max_length=512)
+    role: Role
+    kind: TurnKind
+    text: str = Field(min_length=1)
+    event_ts: datetime
+    source: str
+    # position inside the source (line, index); part of the idempotency key
+    position: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("event_ts")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        return utc(v)
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("text is empty or whitespace")
+        return v
+
+    @property
+    def turn_id(self) -> str:
+        return stable_id(self.user_id, self.stream_id, self.source, self.position)
+
+
+class Turn(BaseModel):
+    """One immutable row of the raw log."""
+
+    model_config = ConfigDict(frozen=True)
+
+    turn_id: str
+    user_id: str
+    stream_id: str
+    seq: int = Field(ge=0)
+    role: Role
+    kind: TurnKind
+    text: str
+    event_ts: datetime
+    ingest_ts: datetime
+    source: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("event_ts", "ingest_ts")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        return utc(v)
+
+
+class Rejected(BaseModel):
+    """A line of input that was refused, kept whole for a later look."""
+
+    source: str
+    line_no: int
+    reason: str
+    raw: bytes
+    user_id: str = ""
+    stream_id: str = ""
+
+
+class Episode(BaseModel):
+    episode_id: str
+    user_id: str
+    stream_id: str
+    first_seq: int
+    last_seq: int
+    turn_ids: list[str]
+    n_turns: int
+    started_at: datetime
+    ended_at: datetime
+    closed_at: datetime
+    boundary_reason: str
+    boundary_score: float
+    signal_scores: dict[str, float] = Field(default_factory=dict)
+    centroid: list[float] = Field(default_factory=list)
+    peak_surprisal: float = 0.0
+    summary: str = ""
+    text: str = ""
+    salience: int = Field(default=0, ge=0, le=10)
+    salience_source: str = ""
+    salience_rationale: str = ""
+    recall_count: int = 0
+    last_recalled_at: datetime | None = None
+    strength: float = 1.0
+    status: Literal["open", "closed", "archived"] = "closed"
+    parent_episode_id: str | None = None
+    continues_episode_id: str | None = None
+    facts_state: str = ""  # "" pending | "planned" | "done"
+    fact_plan: str = ""
+
+    @staticmethod
+    def make_id(user_id: str, stream_id: str, first_seq: int) -> str:
+        return stable_id("episode", user_id, stream_id, first_seq)
+
+
+class Fact(BaseModel):
+    fact_id: str
+    user_id: str
+    text: str
+    vector: list[float] = Field(default_factory=list)
+    valid_from: datetime
+    valid_to: datetime | None = None
+    created_at: datetime
+    expired_at: datetime | None = None
+    source_episode_ids: list[str] = Field(default_factory=list)
+    importance: float = 5.0
+    recall_count: int = 0
+    last_recalled_at: datetime | None = None
+    status: FactStatus = "active"
+    supersedes: str | None = None
+
+
+class FactHistory(BaseModel):
+    history_id: str
+    user_id: str
+    fact_id: str
+    event: FactEvent
+    old_text: str | None = None
+    new_text: str | None = None
+    episode_id: str
+    decided_by: str
+    at: datetime
+
+
+class Reflection(BaseModel):
+    reflection_id: str
+    user_id: str
+    text: str
+    vector: list[float] = Field(default_factory=list)
+    evidence_episode_ids: list[str] = Field(default_factory=list)
+    evidence_fact_ids: list[str] = Field(default_factory=list)
+    importance: float = 5.0
+    created_at: datetime
+    recall_count: int = 0
+    last_recalled_at: datetime | None = None
+    status: Literal["active", "archived"] = "active"

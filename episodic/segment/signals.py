@@ -1,0 +1,241 @@
+"""The hard signals: each one cuts on its own (size cap, time gap, idle, structural, agent marker)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from episodic.segment.base import Signal, clip01, finite
+from episodic.segment.types import SegTurn
+
+
+class SizeCap(Signal):
+    """The open episode holds `max_turns` turns, or spans more than `max_minutes`.
+
+    The guarantee that a stream with no boundary at all still ends episodes.
+    The score is how full the episode is (the larger of the two fractions).
+    """
+
+    name = "size_cap"
+
+    def __init__(self, max_turns: int = 20, max_minutes: float = 240.0) -> None:
+        if max_turns < 1:
+            raise ValueError("max_turns must be >= 1")
+        if not max_minutes > 0:
+            raise ValueError("max_minutes must be > 0")
+        self.max_turns = max_turns
+        self.max_minutes = max_minutes
+        super().__init__()
+
+    def _params(self) -> dict[str, Any]:
+        return {"max_turns": self.max_turns, "max_minutes": self.max_minutes}
+
+    def _reset(self) -> None:
+        self._n = 0
+        self._start = 0.0
+
+    def update(self, turn: SegTurn) -> float:
+        ts = turn.event_ts.timestamp()
+        if self._n == 0:
+            self._score, self._fired = 0.0, False
+            self._n, self._start = 1, ts
+            return 0.0
+        minutes = (ts - self._start) / 60.0
+        self._fired = self._n >= self.max_turns or minutes > self.max_minutes
+        self._score = clip01(max(self._n / self.max_turns, minutes / self.max_minutes))
+        self._n += 1
+        return self._score
+
+    def restart(self, turn: SegTurn) -> None:
+        self._n, self._start = 1, turn.event_ts.timestamp()
+
+    def _get(self) -> dict[str, Any]:
+        return {"n": self._n, "start": self._start}
+
+    def _set(self, state: dict[str, Any]) -> None:
+        self._n = int(state["n"])
+        self._start = finite(state["start"])
+
+
+class TimeGap(Signal):
+    """More than `gap_minutes` between two consecutive turns of the stream."""
+
+    name = "time_gap"
+
+    def __init__(self, gap_minutes: float = 30.0) -> None:
+        if not gap_minutes > 0:
+            raise ValueError("gap_minutes must be > 0")
+        self.gap_minutes = gap_minutes
+        super().__init__()
+
+    def _params(self) -> dict[str, Any]:
+        return {"gap_minutes": self.gap_minutes}
+
+    def _reset(self) -> None:
+        self._last: float | None = None
+
+    def update(self, turn: SegTurn) -> float:
+        ts = turn.event_ts.timestamp()
+        if self._last is None:
+            self._score, self._fired = 0.0, False
+        else:
+            gap = (ts - self._last) / 60.0  # a clock going backwards reads as no gap
+            self._fired = gap > self.gap_minutes
+            self._score = clip01(gap / self.gap_minutes)
+        self._last = ts
+        return self._score
+
+    def _get(self) -> dict[str, Any]:
+        return {"last": self._last}
+
+    def _set(self, state: dict[str, Any]) -> None:
+        last = state["last"]
+        self._last = None if last is None else finite(last)
+
+
+class IdleClose(Signal):
+    """At poll time: the open episode's last turn is older than `idle_minutes`."""
+
+    name = "idle"
+
+    def __init__(self, idle_minutes: float = 30.0) -> None:
+        if not idle_minutes > 0:
+            raise ValueError("idle_minutes must be > 0")
+        self.idle_minutes = idle_minutes
+        super().__init__()
+
+    def _params(self) -> dict[str, Any]:
+        return {"idle_minutes": self.idle_minutes}
+
+    def _reset(self) -> None:
+        self._last: float | None = None
+
+    def update(self, turn: SegTurn) -> float:
+        self._last = turn.event_ts.timestamp()
+        self._score, self._fired = 0.0, False
+        return 0.0
+
+    def check(self, now_ts: float) -> float:
+        if self._last is None:
+            self._score, self._fired = 0.0, False
+        else:
+            idle = (now_ts - self._last) / 60.0
+            self._fired = idle > self.idle_minutes
+            self._score = clip01(idle / self.idle_minutes)
+        return self._score
+
+    def _get(self) -> dict[str, Any]:
+        return {"last": self._last}
+
+    def _set(self, state: dict[str, Any]) -> None:
+        last = state["last"]
+        self._last = None if last is None else finite(last)
+
+
+class Structural(Signal):
+    """Rules on turn kinds.
+
+    A system-event always cuts; a tool-error followed by a user question opens a
+    sub-episode; a user-correction never cuts (it amends the episode it is in),
+    which the detector reads from `veto`.
+    """
+
+    name = "structural"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def _params(self) -> dict[str, Any]:
+        return {}
+
+    def _reset(self) -> None:
+        self._prev_kind = ""
+        self._sub = False
+        self._veto = False
+
+    @property
+    def sub_episode(self) -> bool:
+        return self._sub
+
+    @property
+    def veto(self) -> bool:
+        return self._veto
+
+    def update(self, turn: SegTurn) -> float:
+        self._sub = self._prev_kind == "tool-error" and turn.kind == "user-question"
+        self._fired = turn.kind == "system-event" or self._sub
+        self._veto = turn.kind == "user-correction"
+        self._score = 1.0 if self._fired else 0.0
+        self._prev_kind = turn.kind
+        return self._score
+
+    def _get(self) -> dict[str, Any]:
+        return {"prev_kind": self._prev_kind, "sub": self._sub, "veto": self._veto}
+
+    def _set(self, state: dict[str, Any]) -> None:
+        self._prev_kind = str(state["prev_kind"])
+        self._sub = bool(state["sub"])
+        self._veto = bool(state["veto"])
+
+
+EPISODE_MARKER = "<episode_boundary>"
+SUBTASK_MARKER = "<new_subtask>"
+
+
+class AgentMarker(Signal):
+    """`<episode_boundary>` / `<new_subtask>` in an agent's (non-user) text; authoritative.
+
+    A marker that opens the text starts a new episode with this turn; a marker
+    anywhere else ends the episode after this turn, so the cut lands before the
+    next one. `<new_subtask>` opens a sub-episode.
+    """
+
+    name = "agent_marker"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def _params(self) -> dict[str, Any]:
+        return {}
+
+    def _reset(self) -> None:
+        self._pending = ""  # marker seen at the end of the previous turn
+        self._sub = False
+
+    @property
+    def sub_episode(self) -> bool:
+        return self._sub
+
+    def update(self, turn: SegTurn) -> float:
+        marker = self._pending
+        self._pending = ""
+        if turn.role != "user":
+            found = _find_marker(turn.text)
+            if found:
+                if turn.text.lstrip().startswith(found):
+                    marker = marker or found
+                else:
+                    self._pending = found
+        self._fired = bool(marker)
+        self._sub = marker == SUBTASK_MARKER
+        self._score = 1.0 if self._fired else 0.0
+        return self._score
+
+    def _get(self) -> dict[str, Any]:
+        return {"pending": self._pending, "sub": self._sub}
+
+    def _set(self, state: dict[str, Any]) -> None:
+        pending = str(state["pending"])
+        if pending not in ("", EPISODE_MARKER, SUBTASK_MARKER):
+            raise ValueError(f"unknown marker {pending!r}")
+        self._pending = pending
+        self._sub = bool(state["sub"])
+
+
+def _find_marker(text: str) -> str:
+    """The first marker in the text, if any."""
+    best, where = "", -1
+    for m in (EPISODE_MARKER, SUBTASK_MARKER):
+        i = text.find(m)
+        if i >= 0 and (where < 0 or i < where):
+            best, where = m, i
+    return best

@@ -1,0 +1,52 @@
+"""Shared fixtures: a real LanceDB in a temporary directory and Prefect's test
+harness. Everything the tests write stays under one temporary home."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_HOME = Path(tempfile.mkdtemp(prefix="episodic-test-home-"))
+os.environ.setdefault("EPISODIC_HOME", str(_HOME))
+os.environ.setdefault("PREFECT_HOME", str(_HOME / "prefect"))
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("EPISODIC_EMBEDDER", "hash")
+for _secret in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+    os.environ.pop(_secret, None)
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    return tmp_path / "lancedb"
+
+
+@pytest.fixture
+def store(store_dir: Path):  # type: ignore[no-untyped-def]
+    from storage.db import Store
+
+    return Store(str(store_dir), dim=384)
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def shared_data(*parts: str) -> Path:
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"public evaluation data not found at {path}")
+    return path
