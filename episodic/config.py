@@ -55,3 +55,16 @@ class Settings(BaseSettings):
 
 def load_settings() -> Settings:
     return Settings()
+
+
+def apply_prefect_env() -> None:
+    """Prefect settings wherever episodic runs (CLI, tests, CI, workers); call
+    before prefect is imported. A value the user set is kept."""
+    home = Path(os.environ.get("EPISODIC_HOME") or Path.home() / ".episodic")
+    os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
+    # the 20 s default timed out on a loaded 2-core machine
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

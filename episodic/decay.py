@@ -111,9 +111,7 @@ class DecayPolicy:
 
     def effective(self, salience: float, dt_hours: float, recall_count: int) -> float:
         r = retention(dt_hours, recall_count, self.tau_hours)
-        return effective_salience(
-            salience, r, recall_count, self.boost_per_recall, self.max_boost
-        )
+        return effective_salience(salience, r, recall_count, self.boost_per_recall, self.max_boost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +139,7 @@ class DecayChange:
     archive: bool
 
 
-def plan_decay(
-    items: Sequence[DecayItem], now: datetime, policy: DecayPolicy
-) -> list[DecayChange]:
+def plan_decay(items: Sequence[DecayItem], now: datetime, policy: DecayPolicy) -> list[DecayChange]:
     """What the maintenance pass should write: new strengths and archivals.
 
     Pure: returns one change per item whose strength moved by more than

@@ -193,6 +193,7 @@ class FactHistory(BaseModel):
     event: FactEvent
     old_text: str | None = None
     new_text: str | None = None
+    new_fact_id: str | None = None
     episode_id: str
     decided_by: str
     at: datetime

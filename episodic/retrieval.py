@@ -120,10 +120,10 @@ def min_max(values: Sequence[float]) -> list[float]:
     """
     if not values:
         return []
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("min_max needs finite values")
     lo = min(values)
     hi = max(values)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise ValueError("min_max needs finite values")
     span = hi - lo
     if span <= 0.0:
         return [1.0] * len(values)

@@ -139,6 +139,7 @@ def fact_history() -> pa.Schema:
             ("event", pa.string()),
             ("old_text", pa.string()),
             ("new_text", pa.string()),
+            ("new_fact_id", pa.string()),
             ("episode_id", pa.string()),
             ("decided_by", pa.string()),
             ("at", TS),

@@ -131,6 +131,10 @@ def parse_ts(value: Any, now: datetime) -> tuple[datetime | None, str | None]:
     """(aware UTC datetime, None), (None, None) when absent, or (None, reason)."""
     if value is None or value == "":
         return None, None
+    if isinstance(value, datetime):
+        return _in_range(
+            value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC), now
+        )
     if isinstance(value, bool):
         return None, "timestamp must be ISO 8601 or epoch seconds, got a boolean"
     if isinstance(value, str):
@@ -166,7 +170,9 @@ def _in_range(ts: datetime, now: datetime) -> tuple[datetime | None, str | None]
     return ts, None
 
 
-def iter_lines(path: Path, opts: Options, stats: ParseStats) -> Iterator[tuple[int, bytes, str | None]]:
+def iter_lines(
+    path: Path, opts: Options, stats: ParseStats
+) -> Iterator[tuple[int, bytes, str | None]]:
     """(line_no, raw bytes without the newline, reason if the line is over the cap).
 
     Reads in bounded pieces, so one endless line costs at most the cap in memory.
@@ -180,6 +186,8 @@ def iter_lines(path: Path, opts: Options, stats: ParseStats) -> Iterator[tuple[i
                 return
             line_no += 1
             stats.bytes_read += len(chunk)
+            if line_no == 1 and chunk.startswith(b"\xef\xbb\xbf"):
+                chunk = chunk[3:]  # a UTF-8 byte order mark is not content
             if chunk.endswith(b"\n") or len(chunk) <= cap:
                 yield line_no, chunk.rstrip(b"\n"), None
                 continue
@@ -202,16 +210,28 @@ class Context:
         self.stem = path.stem or "stream"
         self.opts = opts
         self.stats = stats
-        self._latest: dict[tuple[str, str], datetime] = {}
+        self._latest: dict[tuple[str, str], datetime] = {}  # latest real time per stream
+        self._synthetic: dict[tuple[str, str], datetime] = {}  # last synthetic time per stream
+        self._asked: dict[tuple[str, str], bool] = {}  # did the agent's last words end in "?"
         try:
             mtime = path.stat().st_mtime
         except OSError:
             mtime = 0.0
         self._mtime = datetime.fromtimestamp(int(mtime), tz=UTC)
 
-    def reject(self, line_no: int, raw: bytes, reason: str, user_id: str = "", stream_id: str = "") -> Rejected:
+    def reject(
+        self,
+        line_no: int,
+        raw: bytes,
+        reason: str,
+        user_id: str = "",
+        stream_id: str = "",
+        *,
+        label: str | None = None,
+    ) -> Rejected:
+        """A refused record; `label` names it where a line number would mislead."""
         self.stats.rejected += 1
-        full = f"line {line_no}: {reason}"
+        full = f"{label or f'line {line_no}'}: {reason}"
         if len(self.stats.first_reasons) < 10:
             self.stats.first_reasons.append(full)
         return Rejected(
@@ -223,7 +243,9 @@ class Context:
             stream_id=stream_id if isinstance(stream_id, str) else "",
         )
 
-    def resolve_id(self, name: str, arg: str | None, value: Any, default: str) -> tuple[str, str | None]:
+    def resolve_id(
+        self, name: str, arg: str | None, value: Any, default: str
+    ) -> tuple[str, str | None]:
         """The id to use (argument, then source, then default) or a reason it is unusable."""
         if arg is not None:
             value = arg
@@ -255,49 +277,64 @@ class Context:
         tool_call: bool = False,
         is_error: bool | None = None,
         meta: dict[str, Any] | None = None,
+        label: str | None = None,
     ) -> TurnIn | Rejected:
         """Check and build one turn; any problem becomes a Rejected with a reason."""
+
+        def reject(why: str, uid: str = "", sid: str = "") -> Rejected:
+            return self.reject(line_no, raw, why, uid, sid, label=label)
+
         uid, why = self.resolve_id("user_id", self.opts.user_id, user_id, "default")
         if why:
-            return self.reject(line_no, raw, why)
-        sid, why = self.resolve_id("stream_id", self.opts.stream_id, stream_id, default_stream or self.stem)
+            return reject(why)
+        sid, why = self.resolve_id(
+            "stream_id", self.opts.stream_id, stream_id, default_stream or self.stem
+        )
         if why:
-            return self.reject(line_no, raw, why, uid)
+            return reject(why, uid)
         if not isinstance(role, str):
-            return self.reject(line_no, raw, f"role must be a string, got {type(role).__name__}", uid, sid)
+            return reject(f"role must be a string, got {type(role).__name__}", uid, sid)
         role = ROLE_ALIASES.get(role.strip().lower(), role.strip().lower())
         if role not in ROLES:
-            return self.reject(line_no, raw, f"role {role[:40]!r} is not one of {', '.join(ROLES)}", uid, sid)
+            return reject(f"role {role[:40]!r} is not one of {', '.join(ROLES)}", uid, sid)
         if text is None:
-            return self.reject(line_no, raw, "missing field: text", uid, sid)
+            return reject("missing field: text", uid, sid)
         if not isinstance(text, str):
-            return self.reject(line_no, raw, f"text must be a string, got {type(text).__name__}", uid, sid)
+            return reject(f"text must be a string, got {type(text).__name__}", uid, sid)
         cleaned = clean_text(text)
         if not cleaned.strip():
-            return self.reject(line_no, raw, "text is empty or whitespace", uid, sid)
+            return reject("text is empty or whitespace", uid, sid)
         if len(cleaned) > self.opts.max_turn_chars:
-            return self.reject(
-                line_no, raw, f"text is {len(cleaned):,} chars, over the limit of {self.opts.max_turn_chars:,}", uid, sid
-            )
+            limit = self.opts.max_turn_chars
+            return reject(f"text is {len(cleaned):,} chars, over the limit of {limit:,}", uid, sid)
         if kind is not None and kind not in TURN_KINDS:
-            return self.reject(line_no, raw, f"kind {str(kind)[:40]!r} is not a known kind", uid, sid)
+            return reject(f"kind {str(kind)[:40]!r} is not a known kind", uid, sid)
         event_ts, why = parse_ts(ts, self.opts.now)
         if why:
-            return self.reject(line_no, raw, why, uid, sid)
+            return reject(why, uid, sid)
         meta = dict(meta or {})
         if cleaned != text:
             meta["sanitized"] = True
         key = (uid, sid)
         latest = self._latest.get(key)
         if event_ts is None:
-            event_ts = (latest + timedelta(seconds=1)) if latest else self._mtime
+            # synthetic times follow the last time seen; they never mark real ones out of order
+            known = [t for t in (latest, self._synthetic.get(key)) if t is not None]
+            event_ts = max(known) + timedelta(seconds=1) if known else self._mtime
+            self._synthetic[key] = event_ts
             meta["synthetic_ts"] = True
-        elif latest is not None and event_ts < latest:
-            meta["out_of_order"] = True
-        if latest is None or event_ts > latest:
-            self._latest[key] = event_ts
+        else:
+            if latest is not None and event_ts < latest:
+                meta["out_of_order"] = True
+            if latest is None or event_ts > latest:
+                self._latest[key] = event_ts
+        asked = self._asked.get(key, False)
+        if role in ("user", "assistant"):
+            self._asked[key] = role == "assistant" and cleaned.rstrip().endswith("?")
         if kind is None:
-            kind = derive_kind(role, cleaned, tool_call=tool_call, is_error=is_error)
+            kind = derive_kind(
+                role, cleaned, tool_call=tool_call, is_error=is_error, after_question=asked
+            )
         try:
             turn = TurnIn(
                 user_id=uid,
@@ -313,6 +350,6 @@ class Context:
         except ValidationError as e:
             first = e.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
-            return self.reject(line_no, raw, f"{where}: {first.get('msg', 'invalid')}", uid, sid)
+            return reject(f"{where}: {first.get('msg', 'invalid')}", uid, sid)
         self.stats.turns += 1
         return turn

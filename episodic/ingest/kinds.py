@@ -1,8 +1,9 @@
 """Turn kinds derived from structure, the same way for every source format.
 
 The raw log has no finer speech act for users than question and correction:
-any user request counts as a user-question, unless it opens by contradicting
-the agent. Tool output is an error when the source says so, or, where the
+any user request counts as a user-question, unless it contradicts the agent
+("no, ...", "actually ...", "that's wrong", "I meant"). A "no" that answers
+the agent's own question is not a correction. Tool output is an error when the source says so, or, where the
 source is silent, when the text plainly reports one.
 """
 
@@ -47,9 +48,12 @@ _ERROR_ANYWHERE = re.compile(
 _INTERRUPT = re.compile(r"^\[Request interrupted by user", re.IGNORECASE)
 
 
-def is_correction(text: str) -> bool:
+def is_correction(text: str, *, after_question: bool = False) -> bool:
+    """Does the user contradict the agent? After a question, "no" is only an answer."""
     head = text.lstrip()[:300]
-    return bool(_CORRECTION_START.match(head) or _CORRECTION_ANYWHERE.search(head))
+    if _CORRECTION_ANYWHERE.search(head):
+        return True
+    return not after_question and bool(_CORRECTION_START.match(head))
 
 
 def looks_like_error(text: str) -> bool:
@@ -57,7 +61,14 @@ def looks_like_error(text: str) -> bool:
     return bool(_ERROR_START.match(head) or _ERROR_ANYWHERE.search(head))
 
 
-def derive_kind(role: str, text: str, *, tool_call: bool = False, is_error: bool | None = None) -> TurnKind:
+def derive_kind(
+    role: str,
+    text: str,
+    *,
+    tool_call: bool = False,
+    is_error: bool | None = None,
+    after_question: bool = False,
+) -> TurnKind:
     """The kind of a turn from its role, its structure and, for users, its opening."""
     if role == "system":
         return "system-event"
@@ -70,5 +81,9 @@ def derive_kind(role: str, text: str, *, tool_call: bool = False, is_error: bool
     if role == "user":
         if _INTERRUPT.match(text.lstrip()):
             return "other"
-        return "user-correction" if is_correction(text) else "user-question"
+        return (
+            "user-correction"
+            if is_correction(text, after_question=after_question)
+            else "user-question"
+        )
     return "other"

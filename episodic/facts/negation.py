@@ -1,0 +1,72 @@
+"""Does a new fact end or negate an active one?
+
+`is_negation_of(new, old)` is true when `new` carries an ending marker and
+what it ends is what `old` states. Markers (on the casefolded text):
+
+- "no longer X", "not X anymore", "don't / doesn't X anymore", "no more X"
+- "stopped X", "quit X", "gave up X", "left X", "retired from X",
+  "moved out of X", "cancelled X", "dropped X"
+- "sold X", "gave away X", "got rid of X"
+- "X died", "X passed away", "X is dead", "X was put down"
+- "forget that X" (an explicit request to drop a fact)
+
+What is ended: the content words of `new` once the marker, the subject,
+pronouns, time words and the everyday verbs (live, use, have, work ...) are
+removed; if only verbs remain ("no longer smokes"), the verbs. The match
+needs one of those words (crudely stemmed) in `old`, and `old` must not be
+a negation itself ("User no longer smokes" is not ended by "User stopped
+smoking": both say the same).
+"""
+
+from __future__ import annotations
+
+import re
+
+from episodic.facts.normalize import stem, words
+
+_MARKERS = re.compile(
+    r"n't\b.*\banymore\b|\b(?:no longer|not\b.*\banymore|not any ?more|no more|"
+    r"stopped|quit|gave up(?: on)?|left|retired from|moved out of|cancell?ed|dropped|"
+    r"sold|gave away|got rid of|died|passed away|is dead|was put down|forget that)\b"
+)
+_STOP = frozenset(
+    """
+    user user's users team team's i i'm me my mine we we're our us they their them
+    he his him she her it its the a an this that these those is am are was were be been
+    in at of to for on with from by and or but so as about into out
+    last week weeks month months year years day days ago yesterday today recently just
+    now already anymore any more longer no not don't doesn't didn't never
+    stopped quit gave give up left retired moved sold away got rid died passed dead
+    put down cancelled canceled dropped forget
+    """.split()
+)
+_VERBS = frozenset(
+    stem(w)
+    for w in """
+    live lives living lived use uses using used have has having had own owns owned
+    work works working worked like likes liked love loves loved prefer prefers
+    preferred enjoy enjoys go goes going went do does doing did drive drives
+    eat eats play plays drink drinks take takes named called
+    """.split()
+)
+
+
+def _is_negation(text: str) -> bool:
+    return _MARKERS.search(text.casefold().replace("\u2019", "'")) is not None
+
+
+def _content(text: str) -> tuple[set[str], set[str]]:
+    """(object stems, verb stems) of a text, stop words removed."""
+    stems = {stem(w) for w in words(text) if w not in _STOP}
+    return stems - _VERBS, stems & _VERBS
+
+
+def is_negation_of(new_text: str, old_text: str) -> bool:
+    """True when `new_text` explicitly ends or negates what `old_text` states."""
+    if not _is_negation(new_text) or _is_negation(old_text):
+        return False
+    new_objects, new_verbs = _content(new_text)
+    old_objects, old_verbs = _content(old_text)
+    if new_objects:
+        return bool(new_objects & old_objects)
+    return bool(new_verbs & old_verbs)

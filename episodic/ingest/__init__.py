@@ -1,0 +1,104 @@
+"""Parsers that turn transcript files into turns for the raw log.
+
+    parse_file(path, fmt="auto")  ->  Iterator[TurnIn | Rejected]
+
+Five formats: generic JSONL, OpenAI chat messages, Anthropic Messages, Claude
+Code session transcripts and LoCoMo. Bad content never raises: each refused
+record becomes a `Rejected` with its line, reason and raw bytes, and the rest
+of the file is still read. `IngestError` means the file itself could not be
+read, or its format could not be told. Compaction summaries are counted in
+`ParseStats.skipped_derived` and yield nothing: derived text never enters raw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+
+from episodic.errors import IngestError
+from episodic.ingest import anthropic_messages, claude_code, jsonl, locomo, openai_chat
+from episodic.ingest.common import Context, Options, ParseStats
+from episodic.ingest.detect import detect_format
+from episodic.ingest.harness import make_turn
+from episodic.models import Rejected, TurnIn, now_utc
+
+__all__ = ["FORMATS", "ParseStats", "detect_format", "make_turn", "parse_file", "parse_with_stats"]
+
+FORMATS = ("jsonl", "openai", "anthropic", "claude-code", "locomo")
+
+_PARSERS: dict[str, Callable[[Context], Iterator[TurnIn | Rejected]]] = {
+    "jsonl": jsonl.parse,
+    "openai": openai_chat.parse,
+    "anthropic": anthropic_messages.parse,
+    "claude-code": claude_code.parse,
+    "locomo": locomo.parse,
+}
+
+
+def parse_with_stats(
+    path: Path,
+    fmt: str = "auto",
+    *,
+    user_id: str | None = None,
+    stream_id: str | None = None,
+    max_turn_chars: int = 200_000,
+    now: datetime | None = None,
+) -> tuple[ParseStats, Iterator[TurnIn | Rejected]]:
+    """The parser's iterator and the stats it fills as it is consumed.
+
+    Checks run now: an unreadable file or an unknown format raises IngestError
+    here, before any turn is produced. `now` bounds future timestamps.
+    """
+    path = Path(path)
+    if fmt != "auto" and fmt not in FORMATS:
+        raise IngestError(
+            str(path), f"unknown format {fmt!r}; expected auto or one of {', '.join(FORMATS)}"
+        )
+    if max_turn_chars < 1:
+        raise ValueError("max_turn_chars must be at least 1")
+    try:
+        size = path.stat().st_size
+        with path.open("rb"):
+            pass
+    except OSError as e:
+        raise IngestError(str(path), f"cannot read: {e.strerror or e}") from e
+    if path.is_dir():
+        raise IngestError(str(path), "is a directory")
+    stats = ParseStats(total_bytes=size)
+    if fmt == "auto":
+        with path.open("rb") as f:
+            empty = not f.read(1 << 16).strip()
+        if empty:
+            stats.format = "empty"
+            return stats, iter(())
+        fmt = detect_format(path)
+    stats.format = fmt
+    opts = Options(
+        user_id=user_id, stream_id=stream_id, max_turn_chars=max_turn_chars, now=now or now_utc()
+    )
+    ctx = Context(path, opts, stats)
+    return stats, _guarded(ctx, _PARSERS[fmt](ctx))
+
+
+def _guarded(ctx: Context, it: Iterator[TurnIn | Rejected]) -> Iterator[TurnIn | Rejected]:
+    """Turn an OSError in mid-read (disk gone, file truncated under us) into IngestError."""
+    try:
+        yield from it
+    except OSError as e:
+        raise IngestError(ctx.source, f"read failed: {e.strerror or e}") from e
+
+
+def parse_file(
+    path: Path,
+    fmt: str = "auto",
+    *,
+    user_id: str | None = None,
+    stream_id: str | None = None,
+    max_turn_chars: int = 200_000,
+) -> Iterator[TurnIn | Rejected]:
+    """Parse one transcript file into turns and rejects, in source order."""
+    _, it = parse_with_stats(
+        path, fmt, user_id=user_id, stream_id=stream_id, max_turn_chars=max_turn_chars
+    )
+    return it

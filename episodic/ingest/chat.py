@@ -1,0 +1,306 @@
+"""The walk shared by chat-message formats (OpenAI, Anthropic).
+
+A file holds messages directly (a list, `{"messages": [...]}`, or JSONL of
+messages: one stream, named after the file) or several conversations (a list
+of `{"messages": [...]}`, or JSONL of them: one stream each, named after the
+file and the conversation's index, unless the conversation names its own).
+A format supplies only `message_parts`: how one message becomes turn parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from episodic.ingest.common import Context, check_tree, parse_ts, raw_of
+from episodic.ingest.container import Record, records
+from episodic.models import Rejected, TurnIn
+
+
+@dataclass
+class Part:
+    """One turn's worth of a message, before the shared checks."""
+
+    role: Any
+    text: Any
+    tool_call: bool = False
+    is_error: bool | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Parts:
+    parts: list[Part] = field(default_factory=list)
+    dropped: int = 0  # blocks left out on purpose (thinking)
+    error: str | None = None
+
+
+PartsFn = Callable[[dict[str, Any]], Parts]
+TS_KEYS = ("timestamp", "created_at", "created", "ts")
+
+
+def message_ts(msg: dict[str, Any]) -> Any:
+    for key in TS_KEYS:
+        if msg.get(key) is not None:
+            return msg[key]
+    return None
+
+
+@dataclass
+class _Where:
+    """Where a message sits: for rejects, positions and default ids."""
+
+    line_no: int
+    raw: bytes | None  # None: cut the raw bytes out of the parsed value
+    label: str | None
+    position: str
+    user_id: Any = None
+    stream_id: Any = None
+    default_stream: str | None = None
+
+
+def parse(ctx: Context, message_parts: PartsFn) -> Iterator[TurnIn | Rejected]:
+    counter = [0]
+    for rec in records(ctx):
+        if isinstance(rec, Rejected):
+            yield rec
+        elif rec.whole:
+            yield from _document(ctx, rec, message_parts, counter)
+        else:
+            yield from _line(ctx, rec, message_parts)
+
+
+def _is_conversation(item: Any) -> bool:
+    return isinstance(item, dict) and "messages" in item and "role" not in item
+
+
+def _document(
+    ctx: Context, rec: Record, fn: PartsFn, counter: list[int]
+) -> Iterator[TurnIn | Rejected]:
+    value = rec.value
+    if isinstance(value, dict) and "messages" in value:
+        yield from _conversation(
+            ctx, value, fn, counter, prefix="", default_stream=ctx.stem, line_no=None
+        )
+    elif isinstance(value, list) and value and _is_conversation(value[0]):
+        for i, conv in enumerate(value):
+            if not _is_conversation(conv):
+                counter[0] += 1
+                yield ctx.reject(
+                    counter[0],
+                    raw_of(conv),
+                    "expected a conversation {messages: [...]}",
+                    label=f"conversation {i}",
+                )
+                continue
+            yield from _conversation(
+                ctx,
+                conv,
+                fn,
+                counter,
+                prefix=f"c{i}/",
+                default_stream=f"{ctx.stem}:{i}",
+                line_no=None,
+            )
+    elif isinstance(value, list):
+        yield from _messages(
+            ctx,
+            value,
+            fn,
+            counter,
+            prefix="",
+            user_id=None,
+            stream_id=None,
+            default_stream=ctx.stem,
+            line_no=None,
+        )
+    else:
+        yield ctx.reject(
+            1,
+            raw_of(value)[: ctx.opts.max_line_bytes],
+            'expected a list of messages or {"messages": [...]}',
+            label="document",
+        )
+
+
+def _line(ctx: Context, rec: Record, fn: PartsFn) -> Iterator[TurnIn | Rejected]:
+    obj, n = rec.value, rec.line_no
+    if _is_conversation(obj):
+        yield from _conversation(
+            ctx,
+            obj,
+            fn,
+            [0],
+            prefix=f"L{n}/",
+            default_stream=f"{ctx.stem}:{n}",
+            line_no=n,
+            raw=rec.raw,
+        )
+    elif isinstance(obj, dict):
+        where = _Where(n, rec.raw, None, f"L{n}", default_stream=ctx.stem)
+        yield from _message(ctx, obj, fn, where)
+    else:
+        yield ctx.reject(
+            n, rec.raw, f"expected a message or a conversation object, got {type(obj).__name__}"
+        )
+
+
+def _conversation(
+    ctx: Context,
+    conv: dict[str, Any],
+    fn: PartsFn,
+    counter: list[int],
+    *,
+    prefix: str,
+    default_stream: str,
+    line_no: int | None,
+    raw: bytes | None = None,
+) -> Iterator[TurnIn | Rejected]:
+    user_id = conv.get("user_id")
+    stream_id = conv.get("stream_id") or conv.get("conversation_id") or conv.get("id")
+    if isinstance(stream_id, int) and not isinstance(stream_id, bool):
+        stream_id = str(stream_id)
+    system = conv.get("system")
+    if system:
+        # Anthropic keeps the system prompt beside the messages, not among them
+        text = system if isinstance(system, str) else _join_text_blocks(system)
+        n = line_no or counter[0] + 1
+        if line_no is None:
+            counter[0] += 1
+        yield ctx.turn(
+            line_no=n,
+            raw=raw if raw is not None else raw_of(system),
+            position=f"{prefix}system",
+            role="system",
+            text=text,
+            ts=message_ts(conv) or _first_ts(ctx, conv.get("messages")),
+            user_id=user_id,
+            stream_id=stream_id,
+            default_stream=default_stream,
+            label=None if line_no else f"message {n}",
+        )
+    messages = conv.get("messages")
+    if not isinstance(messages, list):
+        n = line_no or counter[0] + 1
+        yield ctx.reject(
+            n,
+            raw if raw is not None else raw_of(conv)[: ctx.opts.max_line_bytes],
+            f"messages must be a list, got {type(messages).__name__}",
+        )
+        return
+    yield from _messages(
+        ctx,
+        messages,
+        fn,
+        counter,
+        prefix=prefix,
+        user_id=user_id,
+        stream_id=stream_id,
+        default_stream=default_stream,
+        line_no=line_no,
+        raw=raw,
+    )
+
+
+def _first_ts(ctx: Context, messages: Any) -> datetime | None:
+    """The system prompt has no time of its own; it precedes the first message."""
+    if isinstance(messages, list) and messages and isinstance(messages[0], dict):
+        ts, _ = parse_ts(message_ts(messages[0]), ctx.opts.now)
+        return ts
+    return None
+
+
+def _join_text_blocks(blocks: Any) -> Any:
+    if not isinstance(blocks, list):
+        return blocks
+    texts = [b.get("text") for b in blocks if isinstance(b, dict)]
+    return "\n\n".join(t for t in texts if isinstance(t, str)) or None
+
+
+def _messages(
+    ctx: Context,
+    messages: list[Any],
+    fn: PartsFn,
+    counter: list[int],
+    *,
+    prefix: str,
+    user_id: Any,
+    stream_id: Any,
+    default_stream: str,
+    line_no: int | None,
+    raw: bytes | None = None,
+) -> Iterator[TurnIn | Rejected]:
+    for i, msg in enumerate(messages):
+        if line_no is None:
+            counter[0] += 1
+            where = _Where(
+                counter[0],
+                None,
+                f"message {counter[0]}",
+                f"{prefix}m{i}",
+                user_id,
+                stream_id,
+                default_stream,
+            )
+        else:
+            where = _Where(
+                line_no,
+                raw,
+                f"line {line_no}: message {i}",
+                f"{prefix}m{i}",
+                user_id,
+                stream_id,
+                default_stream,
+            )
+        if not isinstance(msg, dict):
+            yield ctx.reject(
+                where.line_no,
+                _raw(where, msg),
+                f"message must be an object, got {type(msg).__name__}",
+                label=where.label,
+            )
+            continue
+        yield from _message(ctx, msg, fn, where)
+
+
+def _raw(where: _Where, value: Any) -> bytes:
+    return where.raw if where.raw is not None else raw_of(value)
+
+
+def _message(
+    ctx: Context, msg: dict[str, Any], fn: PartsFn, where: _Where
+) -> Iterator[TurnIn | Rejected]:
+    why = check_tree(msg) if where.raw is None else None  # JSONL lines were checked on decode
+    if why is None:
+        parts = fn(msg)
+        why = parts.error
+    if why is not None:
+        yield ctx.reject(where.line_no, _raw(where, msg), why, label=where.label)
+        return
+    if not parts.parts:
+        if parts.dropped:
+            ctx.stats.skipped_other += 1
+        else:
+            yield ctx.reject(
+                where.line_no, _raw(where, msg), "message has no content", label=where.label
+            )
+        return
+    single = len(parts.parts) == 1
+    for k, part in enumerate(parts.parts):
+        yield ctx.turn(
+            line_no=where.line_no,
+            raw=_raw(where, msg),
+            position=where.position if single else f"{where.position}.{k}",
+            role=part.role,
+            text=part.text,
+            ts=message_ts(msg),
+            user_id=msg.get("user_id", where.user_id),
+            stream_id=msg.get("stream_id", where.stream_id),
+            default_stream=where.default_stream,
+            tool_call=part.tool_call,
+            is_error=part.is_error,
+            meta=part.meta,
+            label=where.label,
+        )

@@ -1,0 +1,123 @@
+"""Claude Code session transcripts: JSONL, one entry a line.
+
+Entries of type user and assistant carry an Anthropic `message`; tool results
+and errors arrive as `tool_result` blocks in user entries. Compaction
+summaries (`type: summary`, `isCompactSummary`, or a user message that opens
+with the continuation preamble) are derived text and never become turns: they
+are counted as skipped. Harness notes (`isMeta`) and bookkeeping entries
+(file snapshots, queue operations) are skipped too. The stream is the
+entry's `sessionId`; the position is its `uuid`, which survives a rewrite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from episodic.ingest.anthropic_messages import blocks_to_parts
+from episodic.ingest.common import Context, decode_json, iter_lines
+from episodic.models import Rejected, TurnIn
+
+CONTINUATION = "This session is being continued from a previous conversation"
+
+
+def is_compaction(entry: dict[str, Any]) -> bool:
+    if entry.get("type") == "summary" or entry.get("isCompactSummary") is True:
+        return True
+    message = entry.get("message")
+    if entry.get("type") != "user" or not isinstance(message, dict):
+        return False
+    content = message.get("content")
+    if isinstance(content, list):
+        first = next((b for b in content if isinstance(b, dict) and b.get("type") == "text"), None)
+        content = first.get("text") if first else None
+    return isinstance(content, str) and content.lstrip().startswith(CONTINUATION)
+
+
+def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
+    for line_no, raw, too_long in iter_lines(ctx.path, ctx.opts, ctx.stats):
+        if too_long:
+            yield ctx.reject(line_no, raw, too_long)
+            continue
+        if not raw.strip():
+            ctx.stats.skipped_blank += 1
+            continue
+        entry, why = decode_json(raw)
+        if why:
+            yield ctx.reject(line_no, raw, why)
+        elif not isinstance(entry, dict):
+            yield ctx.reject(line_no, raw, f"expected a JSON object, got {type(entry).__name__}")
+        elif "type" not in entry:
+            yield ctx.reject(line_no, raw, "missing field: type")
+        elif is_compaction(entry):
+            ctx.stats.skipped_derived += 1
+        elif entry.get("isMeta") is True:
+            ctx.stats.skipped_other += 1
+        elif entry["type"] in ("user", "assistant"):
+            yield from _message(ctx, line_no, raw, entry)
+        elif (
+            entry["type"] == "system"
+            and isinstance(entry.get("content"), str)
+            and entry["content"].strip()
+        ):
+            meta = {"subtype": entry["subtype"]} if isinstance(entry.get("subtype"), str) else {}
+            yield ctx.turn(
+                line_no=line_no,
+                raw=raw,
+                position=_position(entry, line_no, None),
+                role="system",
+                text=entry["content"],
+                ts=entry.get("timestamp"),
+                stream_id=entry.get("sessionId"),
+                meta=meta,
+            )
+        else:
+            ctx.stats.skipped_other += 1
+
+
+def _position(entry: dict[str, Any], line_no: int, k: int | None) -> str:
+    uuid = entry.get("uuid")
+    base = uuid if isinstance(uuid, str) and uuid else f"L{line_no}"
+    return base if k is None else f"{base}.{k}"
+
+
+def _message(
+    ctx: Context, line_no: int, raw: bytes, entry: dict[str, Any]
+) -> Iterator[TurnIn | Rejected]:
+    message = entry.get("message")
+    if not isinstance(message, dict):
+        yield ctx.reject(line_no, raw, "missing field: message")
+        return
+    role = message.get("role", entry["type"])
+    if not isinstance(role, str):
+        yield ctx.reject(line_no, raw, f"role must be a string, got {type(role).__name__}")
+        return
+    parts = blocks_to_parts(role, message.get("content"))
+    if parts.error:
+        yield ctx.reject(line_no, raw, parts.error)
+        return
+    if not parts.parts:
+        if parts.dropped:
+            ctx.stats.skipped_other += 1  # thinking only
+        else:
+            yield ctx.reject(line_no, raw, "message has no content")
+        return
+    base: dict[str, Any] = {}
+    if isinstance(entry.get("uuid"), str):
+        base["uuid"] = entry["uuid"]
+    if entry.get("isSidechain") is True:
+        base["sidechain"] = True
+    single = len(parts.parts) == 1
+    for k, part in enumerate(parts.parts):
+        yield ctx.turn(
+            line_no=line_no,
+            raw=raw,
+            position=_position(entry, line_no, None if single else k),
+            role=part.role,
+            text=part.text,
+            ts=entry.get("timestamp"),
+            stream_id=entry.get("sessionId"),
+            tool_call=part.tool_call,
+            is_error=part.is_error,
+            meta={**base, **part.meta},
+        )

@@ -1,0 +1,89 @@
+"""Records of a JSON-or-JSONL file: one whole document, or one value a line.
+
+OpenAI, Anthropic and LoCoMo files come both ways. A file that opens with `[`
+or whose first line is not a JSON value by itself is one document (loading it
+whole is acceptable); otherwise it is JSONL and streams line by line. A whole
+document that fails to parse falls back to JSONL when its first lines hold
+objects of their own, so one corrupt first line does not sink a JSONL file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from episodic.ingest.common import Context, decode_json, iter_lines
+from episodic.models import Rejected
+
+_SNIFF_LINES = 8
+
+
+@dataclass(frozen=True)
+class Record:
+    line_no: int  # 0 for the whole document
+    raw: bytes  # empty for the whole document: per-item raw comes from raw_of
+    value: Any
+
+    @property
+    def whole(self) -> bool:
+        return self.line_no == 0
+
+
+def _first_lines(ctx: Context) -> list[bytes]:
+    lines: list[bytes] = []
+    cap = ctx.opts.max_line_bytes
+    with ctx.path.open("rb") as f:
+        while len(lines) < _SNIFF_LINES:
+            chunk = f.readline(cap + 1)
+            if not chunk:
+                break
+            if not lines and chunk.startswith(b"\xef\xbb\xbf"):
+                chunk = chunk[3:]
+            if chunk.strip():
+                lines.append(chunk.strip())
+    return lines
+
+
+def _is_object_line(raw: bytes) -> bool:
+    obj, why = decode_json(raw)
+    return why is None and isinstance(obj, dict)
+
+
+def records(ctx: Context) -> Iterator[Record | Rejected]:
+    lines = _first_lines(ctx)
+    if not lines:
+        return
+    whole = lines[0].startswith(b"[") or not _is_object_line(lines[0])
+    if whole:
+        data = ctx.path.read_bytes()
+        ctx.stats.bytes_read = len(data)
+        # bad bytes inside strings survive as lone surrogates; each item is then
+        # checked on its own, so one bad message does not sink the file
+        text = data.decode("utf-8", "surrogateescape").lstrip("\ufeff")
+        try:
+            yield Record(0, b"", json.loads(text))
+            return
+        except RecursionError:
+            yield ctx.reject(1, data[: ctx.opts.max_line_bytes], "invalid JSON: nesting too deep")
+            return
+        except json.JSONDecodeError as e:
+            if not any(_is_object_line(raw) for raw in lines[1:]):
+                where = f"at line {e.lineno} col {e.colno}"
+                reason = f"invalid JSON: {e.msg} {where} (whole file quarantined)"
+                yield ctx.reject(e.lineno, data[: ctx.opts.max_line_bytes], reason)
+                return
+            ctx.stats.bytes_read = 0
+    for line_no, raw, too_long in iter_lines(ctx.path, ctx.opts, ctx.stats):
+        if too_long:
+            yield ctx.reject(line_no, raw, too_long)
+            continue
+        if not raw.strip():
+            ctx.stats.skipped_blank += 1
+            continue
+        obj, why = decode_json(raw)
+        if why:
+            yield ctx.reject(line_no, raw, why)
+            continue
+        yield Record(line_no, raw, obj)

@@ -1,0 +1,108 @@
+"""Anthropic's Messages API through instructor, in TOOLS mode (tool_use blocks).
+
+Checked against the installed anthropic 2.14: `Messages.create` has no
+`temperature` parameter (passing it raises TypeError), so temperature 0 goes
+in `extra_body`, which the API still reads. System messages are lifted out of
+the message list into the `system` parameter, as the Messages API expects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, SecretStr
+
+from episodic.llm.base import Message
+from episodic.llm.network import InstructorProvider, protected
+from episodic.llm.retry import RetryPolicy
+
+T = TypeVar("T", bound=BaseModel)
+DEFAULT_MODEL = "claude-haiku-4-5"
+
+
+def split_system(messages: list[Message]) -> tuple[str | None, list[Message]]:
+    """The system prompt (all system messages joined) and the other messages."""
+    system = [m["content"] for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+    return ("\n\n".join(system) if system else None), rest
+
+
+class AnthropicProvider(InstructorProvider):
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        api_key: SecretStr | str | None,
+        base_url: str | None = None,
+        timeout_s: float = 30.0,
+        retries: int = 3,
+        max_tokens: int = 1024,
+        policy: RetryPolicy | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            timeout_s=timeout_s,
+            retries=retries,
+            policy=policy,
+            sleep=sleep,
+        )
+        if not self._key.get_secret_value():
+            raise ValueError("an Anthropic API key is required (ANTHROPIC_API_KEY)")
+        if max_tokens <= 0:
+            raise ValueError(f"max_tokens must be > 0, got {max_tokens}")
+        self.max_tokens = max_tokens
+
+    def _sdk(self) -> ModuleType:
+        import anthropic
+
+        return anthropic
+
+    def _build(self) -> Any:
+        import anthropic
+        import instructor
+
+        client = anthropic.Anthropic(
+            api_key=self._key.get_secret_value(),
+            base_url=self.base_url,
+            timeout=self.timeout_s,
+            max_retries=0,
+        )
+        return instructor.from_anthropic(client, mode=instructor.Mode.TOOLS)
+
+    def _create(
+        self,
+        client: Any,
+        messages: list[Message],
+        response_model: type[T],
+        context: dict[str, Any] | None,
+        hooks: Any,
+    ) -> T:
+        system, rest = split_system(messages)
+        if context:  # the `system` parameter is not templated, the messages are
+            rest = protected(rest)
+        extra: dict[str, Any] = {} if system is None else {"system": system}
+        value: T = client.messages.create(
+            model=self.model,
+            max_tokens=self.max_tokens,
+            messages=rest,
+            response_model=response_model,
+            max_retries=self.reasks,
+            context=context,
+            hooks=hooks,
+            extra_body={"temperature": 0},
+            **extra,
+        )
+        return value
+
+    def _tokens(self, response: Any) -> tuple[int, int]:
+        usage = getattr(response, "usage", None)
+        return int(getattr(usage, "input_tokens", 0) or 0), int(
+            getattr(usage, "output_tokens", 0) or 0
+        )

@@ -1,0 +1,125 @@
+"""A response cache on disk, so that rerunning a flow costs no model call.
+
+The key is a SHA-256 over the provider name, the model, the messages, the
+response model's JSON schema and a fingerprint of the context (which the
+validators and the offline answer may read). One JSON file per key under
+`cache_dir/<key[:2]>/<key>.json`, written to a temporary file and renamed,
+so a crash never leaves half an entry; an unreadable or no longer valid
+entry is a miss. Only validated answers are stored: a failure is never
+cached, so a rerun asks again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from episodic.llm.accounting import record_cached
+from episodic.llm.base import LLMProvider, Message
+from episodic.llm.validate import coerce
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def fingerprint(context: dict[str, Any] | None) -> str:
+    """A stable digest of a context; values that are not JSON are taken by `str`."""
+    text = json.dumps(context or {}, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cache_key(
+    provider: str,
+    model: str,
+    messages: list[Message],
+    response_model: type[BaseModel],
+    context: dict[str, Any] | None,
+) -> str:
+    material = {
+        "provider": provider,
+        "model": model,
+        "messages": messages,
+        "schema": response_model.model_json_schema(),
+        "context": fingerprint(context),
+    }
+    text = json.dumps(material, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ResponseCache:
+    """Validated answers on disk, one JSON file per key."""
+
+    def __init__(self, cache_dir: Path | str) -> None:
+        self.cache_dir = Path(cache_dir)
+
+    def _path(self, key: str) -> Path:
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        value = entry.get("value") if isinstance(entry, dict) else None
+        return value if isinstance(value, dict) else None
+
+    def put(self, key: str, value: dict[str, Any], *, meta: dict[str, Any]) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = json.dumps({**meta, "value": value}, ensure_ascii=False, sort_keys=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(payload)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.cache_dir.glob("*/*.json"))
+
+
+class CachedProvider:
+    """Wraps a provider; a hit costs no call and counts as `usage.cached`.
+
+    It shares the inner provider's `usage`, so one object sums calls, tokens
+    and cache hits.
+    """
+
+    def __init__(self, inner: LLMProvider, cache_dir: Path | str) -> None:
+        self.inner = inner
+        self.cache = ResponseCache(cache_dir)
+        self.name = inner.name
+        self.model = inner.model
+        self.usage = inner.usage
+
+    def __repr__(self) -> str:
+        return f"CachedProvider({self.inner!r}, cache_dir={str(self.cache.cache_dir)!r})"
+
+    def structured(
+        self,
+        messages: list[Message],
+        response_model: type[T],
+        *,
+        context: dict[str, Any] | None = None,
+    ) -> T:
+        key = cache_key(self.name, self.model, messages, response_model, context)
+        hit = self.cache.get(key)
+        if hit is not None:
+            try:
+                value = coerce(hit, response_model, context)
+            except (ValidationError, TypeError):
+                pass  # a validator reads something the key did not capture: ask again
+            else:
+                record_cached(self.usage)
+                return value
+        value = self.inner.structured(messages, response_model, context=context)
+        meta = {"provider": self.name, "model": self.model, "schema": response_model.__name__}
+        self.cache.put(key, value.model_dump(mode="json"), meta=meta)
+        return value

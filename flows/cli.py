@@ -1,0 +1,300 @@
+"""The `episodic` command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import flows  # noqa: F401  (sets Prefect's environment before prefect loads)
+
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+eval_app = typer.Typer(no_args_is_help=True, help="Measure against public data with ground truth.")
+app.add_typer(eval_app, name="eval")
+console = Console()
+err = Console(stderr=True)
+
+
+def _json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def _rt():  # type: ignore[no-untyped-def]
+    from tasks.runtime import get_runtime
+
+    return get_runtime()
+
+
+@app.command()
+def ingest(
+    path: Path,
+    fmt: str = typer.Option("auto", "--format", help="auto|jsonl|openai|anthropic|claude-code|locomo"),
+    user: str | None = typer.Option(None, "--user", help="user id (overrides the source)"),
+    stream: str | None = typer.Option(None, "--stream", help="stream id (overrides the source)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Append a transcript to the immutable raw log (idempotent)."""
+    from rich.progress import Progress
+
+    from episodic.errors import IngestError
+    from tasks.ingest import ingest_file
+
+    rt = _rt()
+    try:
+        if as_json:
+            report = ingest_file(rt.raw, path, fmt, user_id=user, stream_id=stream,
+                                 max_turn_chars=rt.settings.max_turn_chars)
+        else:
+            with Progress(console=err, transient=True) as bar:
+                job = bar.add_task(f"ingest {path.name}", total=max(1, path.stat().st_size))
+                report = ingest_file(
+                    rt.raw, path, fmt, user_id=user, stream_id=stream,
+                    max_turn_chars=rt.settings.max_turn_chars,
+                    progress=lambda done, total: bar.update(job, completed=done, total=max(1, total)),
+                )
+    except IngestError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    rt.store.ensure_indexes()
+    if as_json:
+        _json({"accepted": report.accepted, "duplicates": report.duplicates,
+               "rejected": report.rejected, "skipped_derived": report.skipped_derived,
+               "format": report.format, "streams": report.streams})
+    else:
+        console.print(
+            f"[bold]{path}[/bold] ({report.format}): accepted [green]{report.accepted}[/green], "
+            f"duplicates {report.duplicates}, rejected [red]{report.rejected}[/red], "
+            f"compaction summaries kept out {report.skipped_derived}"
+        )
+        for reason in report.first_reasons:
+            console.print(f"  [red]rejected[/red] {reason}")
+        if report.rejected:
+            console.print("  (kept whole in the rejected_input table)")
+    raise typer.Exit(1 if report.rejected else 0)
+
+
+@app.command()
+def consolidate(
+    user: str | None = typer.Option(None, "--user"),
+    flush: bool = typer.Option(False, "--flush", help="also close every open episode"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run the consolidate flow now (ephemeral Prefect API, or PREFECT_API_URL)."""
+    from flows.consolidate import consolidate as flow
+
+    summary = flow(user=user, flush=flush)
+    if as_json:
+        _json(summary)
+        return
+    console.print(
+        f"turns processed [bold]{summary['turns_processed']}[/bold], episodes closed "
+        f"[bold]{summary['episodes_closed']}[/bold], LLM calls {summary['llm_calls']}, "
+        f"{summary['seconds']} s"
+    )
+    for reason, n in sorted(summary["by_reason"].items(), key=lambda kv: -kv[1]):
+        console.print(f"  {reason:18} {n}")
+
+
+@app.command()
+def episodes(
+    user: str = typer.Option(..., "--user"),
+    stream: str | None = typer.Option(None, "--stream"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """List a user's episodes: turn range, why it was cut, salience, summary."""
+    eps = _rt().episodes.list(user, stream)
+    if as_json:
+        _json([
+            {"episode_id": e.episode_id, "stream_id": e.stream_id, "first_seq": e.first_seq,
+             "last_seq": e.last_seq, "n_turns": e.n_turns, "started_at": e.started_at,
+             "ended_at": e.ended_at, "reason": e.boundary_reason,
+             "boundary_score": round(e.boundary_score, 4), "salience": e.salience,
+             "salience_source": e.salience_source, "summary": e.summary,
+             "parent_episode_id": e.parent_episode_id, "status": e.status,
+             "signal_scores": e.signal_scores}
+            for e in eps
+        ])
+        return
+    t = Table(title=f"episodes of {user}")
+    for col in ("stream", "turns", "started", "reason", "score", "sal", "source", "summary"):
+        t.add_column(col)
+    for e in eps:
+        t.add_row(e.stream_id, f"{e.first_seq}-{e.last_seq}", f"{e.started_at:%Y-%m-%d %H:%M}",
+                  e.boundary_reason, f"{e.boundary_score:.2f}", str(e.salience or "-"),
+                  e.salience_source or "pending", e.summary[:70])
+    console.print(t)
+
+
+@app.command()
+def facts(
+    user: str = typer.Option(..., "--user"),
+    all_rows: bool = typer.Option(False, "--all", help="include superseded and deleted facts"),
+    as_of: datetime | None = typer.Option(None, "--as-of", help="what was believed true then"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """A user's facts; --all shows the whole history with validity intervals."""
+    from episodic.models import utc
+
+    repo = _rt().facts
+    rows = repo.as_of(user, utc(as_of)) if as_of else repo.list(user, include_inactive=all_rows)
+    if as_json:
+        _json([f.model_dump(exclude={"vector"}) for f in rows])
+        return
+    t = Table(title=f"facts of {user}")
+    for col in ("fact_id", "status", "valid_from", "valid_to", "text"):
+        t.add_column(col)
+    for f in rows:
+        t.add_row(f.fact_id[:12], f.status, f"{f.valid_from:%Y-%m-%d %H:%M}",
+                  f"{f.valid_to:%Y-%m-%d %H:%M}" if f.valid_to else "", f.text)
+    console.print(t)
+
+
+@app.command()
+def history(
+    fact_id: str,
+    user: str = typer.Option(..., "--user"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Every ADD / UPDATE / DELETE / NOOP decision on a fact and its chain."""
+    repo = _rt().facts
+    full = [f.fact_id for f in repo.list(user, include_inactive=True) if f.fact_id.startswith(fact_id)]
+    rows = repo.history(user, full[0] if len(full) == 1 else fact_id)
+    if as_json:
+        _json([h.model_dump() for h in rows])
+        return
+    t = Table(title=f"history of {fact_id}")
+    for col in ("at", "event", "old", "new", "episode", "decided_by"):
+        t.add_column(col)
+    for h in rows:
+        t.add_row(f"{h.at:%Y-%m-%d %H:%M:%S}", h.event, h.old_text or "", h.new_text or "",
+                  h.episode_id[:10], h.decided_by)
+    console.print(t)
+
+
+@app.command()
+def search(
+    query: str,
+    user: str = typer.Option(..., "--user"),
+    k: int = typer.Option(10, "-k", "--k"),
+    kinds: str = typer.Option("episodes,facts,reflections", "--kinds"),
+    alpha: float = typer.Option(1.0, "--alpha", help="weight of recency"),
+    beta: float = typer.Option(1.0, "--beta", help="weight of importance"),
+    gamma: float = typer.Option(1.0, "--gamma", help="weight of similarity"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Search a user's memory; each result shows the parts of its score."""
+    from episodic.retrieval import Weights
+    from tasks.search import SearchOptions
+    from tasks.search import search as run_search
+
+    try:
+        opts = SearchOptions(k=k, kinds=tuple(x.strip() for x in kinds.split(",") if x.strip()),
+                             weights=Weights(alpha=alpha, beta=beta, gamma=gamma))
+        items = run_search(_rt(), user, query, opts)
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    if as_json:
+        _json([i.as_dict() for i in items])
+        return
+    t = Table(title=f"{query!r} for {user}")
+    for col in ("score", "kind", "recency", "importance", "similarity", "text"):
+        t.add_column(col)
+    for i in items:
+        t.add_row(f"{i.score:.3f}", i.kind, f"{i.recency:.2f}", f"{i.importance:.2f}",
+                  f"{i.similarity:.2f}", i.text[:80])
+    console.print(t)
+
+
+@app.command()
+def demo() -> None:
+    """Ingest the bundled sample and consolidate it: the main job, end to end."""
+    from flows.demo import run_demo
+
+    run_demo(console)
+
+
+@eval_app.command("segment")
+def eval_segment(
+    dataset: str = typer.Option(..., "--dataset", help="dialseg711|tiage|superdialseg"),
+    path: Path = typer.Option(..., "--path"),
+    embedder: str = typer.Option("minilm", "--embedder"),
+    limit: int | None = typer.Option(None, "--limit"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Pk, WindowDiff and boundary F1 of the online detector and its baselines."""
+    from episodic.embed import make_embedder
+    from episodic.segment_eval import run_segment_eval
+
+    if not path.exists():
+        err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
+        raise typer.Exit(2)
+    res = run_segment_eval(dataset, str(path), make_embedder(embedder), limit=limit)
+    if as_json:
+        _json(res)
+        return
+    t = Table(title=f"{dataset}: {res.get('n_dialogues')} dialogues")
+    for col in ("method", "Pk", "WindowDiff", "F1"):
+        t.add_column(col)
+    t.add_row("detector", f"{res['pk']:.3f}", f"{res['windowdiff']:.3f}", f"{res.get('f1', 0):.3f}")
+    for name, b in res.get("baselines", {}).items():
+        t.add_row(name, f"{b['pk']:.3f}", f"{b['windowdiff']:.3f}", f"{b.get('f1', 0):.3f}")
+    console.print(t)
+
+
+@eval_app.command("locomo")
+def eval_locomo(
+    path: Path = typer.Option(..., "--path"),
+    k: str = typer.Option("5,10,25", "--k"),
+    budget: int = typer.Option(50, "--budget", help="equal budget of retrieved turns"),
+    embedder: str = typer.Option("minilm", "--embedder"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Evidence recall@k on LoCoMo: episodes against fixed windows, sessions, turns."""
+    from flows.locomo_eval import run_locomo_eval
+
+    if not path.exists():
+        err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
+        raise typer.Exit(2)
+    res = run_locomo_eval(path, ks=[int(x) for x in k.split(",")], budget=budget, embedder=embedder)
+    if as_json:
+        _json(res)
+        return
+    t = Table(title=f"LoCoMo evidence recall ({res['n_questions']} questions)")
+    t.add_column("method")
+    for kk in res["ks"]:
+        t.add_column(f"R@{kk}")
+    t.add_column(f"R@{budget} turns")
+    t.add_column("turns/unit")
+    for name, m in res["methods"].items():
+        t.add_row(name, *[f"{m['recall_at_k'][str(kk)]:.3f}" for kk in res["ks"]],
+                  f"{m['recall_at_budget']:.3f}", f"{m['mean_turns_per_unit']:.1f}")
+    console.print(t)
+
+
+@app.command()
+def bench(
+    name: str = typer.Argument(..., help="segment|pipeline|incremental|retrieval|memory|reference|all"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run a benchmark; prints its figures beside their targets."""
+    from flows.bench import run_bench
+
+    res = run_bench(name)
+    if as_json:
+        _json(res)
+    else:
+        console.print_json(json.dumps(res, default=str))
+
+
+if __name__ == "__main__":
+    app()

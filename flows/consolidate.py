@@ -1,0 +1,124 @@
+"""The consolidate flow: one poll over every stream with new raw turns."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+from prefect import flow, get_run_logger
+
+from episodic.models import now_utc
+from flows.names import from_params
+from flows.report import consolidate_markdown, publish_markdown
+from storage.lease import user_lease
+from tasks.runtime import get_runtime
+from tasks.steps import merge_facts, score_salience, segment_stream
+
+SALIENCE_CHUNK = 50
+
+
+def _work(user: str | None) -> dict[str, list[tuple[str, int]]]:
+    """Streams with turns above their watermark or an open episode to idle-close."""
+    rt = get_runtime()
+    marks = {(c.user_id, c.stream_id): c for c in rt.checkpoints.all(user)}
+    todo: dict[str, list[tuple[str, int]]] = {}
+    for h in rt.raw.streams(user):
+        cp = marks.get((h.user_id, h.stream_id))
+        if cp is None or cp.watermark < h.head_seq or cp.open_turn_ids:
+            todo.setdefault(h.user_id, []).append((h.stream_id, h.head_seq))
+    return todo
+
+
+def consolidate_user(user_id: str, streams: list[tuple[str, int]], flush: bool) -> dict[str, Any]:
+    rt = get_runtime()
+    logger = get_run_logger()
+    with user_lease(rt.store.uri, user_id) as waited:
+        if waited:
+            logger.info("waited for another consolidation of this user to finish")
+        polls = [segment_stream(user_id, s, head, flush) for s, head in streams]
+        new_ids = [e for p in polls for e in p["episodes"]]
+        pending = [e.episode_id for e in rt.episodes.unscored(user_id)]
+        ids = list(dict.fromkeys(new_ids + pending))
+        futures = [
+            score_salience.submit(user_id, ids[i : i + SALIENCE_CHUNK], n=len(ids[i : i + SALIENCE_CHUNK]))
+            for i in range(0, len(ids), SALIENCE_CHUNK)
+        ]
+        scored = [f.result() for f in futures]
+        facts = merge_facts(user_id)
+        reflection = maybe_reflect_user(user_id)
+    return {"polls": polls, "salience": scored, "facts": facts, "reflection": reflection}
+
+
+def maybe_reflect_user(user_id: str) -> dict[str, Any] | None:
+    from tasks.reflect import reflect_if_due
+
+    return reflect_if_due(user_id)
+
+
+@flow(name="consolidate", flow_run_name=from_params("consolidate"), log_prints=True)
+def consolidate(user: str | None = None, flush: bool = False) -> dict[str, Any]:
+    """Segment new turns into episodes, score them, merge their facts, reflect when due.
+
+    `flush` closes every open episode too (end of a replay)."""
+    started = time.monotonic()
+    began: datetime = now_utc()
+    rt = get_runtime()
+    logger = get_run_logger()
+    usage_before = rt.provider.usage.as_dict()
+    todo = _work(user)
+    by_user: dict[str, Any] = {}
+    for uid, streams in sorted(todo.items()):
+        by_user[uid] = consolidate_user(uid, streams, flush)
+    usage = {k: v - usage_before.get(k, 0) for k, v in rt.provider.usage.as_dict().items()}
+    summary = summarise(by_user, usage, time.monotonic() - started, began)
+    logger.info(
+        "consolidated %d turns into %d episodes", summary["turns_processed"], summary["episodes_closed"]
+    )
+    publish_markdown("consolidate-report", consolidate_markdown(summary), "Consolidation run")
+    return summary
+
+
+def summarise(
+    by_user: dict[str, Any], usage: dict[str, Any], seconds: float, began: datetime
+) -> dict[str, Any]:
+    by_reason: Counter[str] = Counter()
+    hist: Counter[int] = Counter()
+    sources: Counter[str] = Counter()
+    events: Counter[str] = Counter()
+    turns = 0
+    closed = 0
+    lag_turns = 0
+    oldest: str | None = None
+    reflections = 0
+    for res in by_user.values():
+        for p in res["polls"]:
+            turns += p["turns_read"]
+            closed += len(p["episodes"])
+            by_reason.update(p["by_reason"])
+            lag_turns += p["open_turns"]
+            if p["oldest_unprocessed"] and (oldest is None or p["oldest_unprocessed"] < oldest):
+                oldest = p["oldest_unprocessed"]
+        for s in res["salience"]:
+            hist.update({int(k): v for k, v in s["histogram"].items()})
+            sources.update(s["sources"])
+        events.update(res["facts"]["events"])
+        if res.get("reflection"):
+            reflections += res["reflection"].get("written", 0)
+    return {
+        "turns_processed": turns,
+        "episodes_closed": closed,
+        "by_reason": dict(by_reason),
+        "salience_histogram": {str(k): hist[k] for k in sorted(hist)},
+        "salience_sources": dict(sources),
+        "fact_events": dict(events),
+        "reflections": reflections,
+        "open_turns": lag_turns,
+        "oldest_turn_processed": oldest,
+        "users": sorted(by_user),
+        "llm_calls": usage.get("calls", 0),
+        "tokens": {"input": usage.get("input_tokens", 0), "output": usage.get("output_tokens", 0)},
+        "seconds": round(seconds, 3),
+        "started_at": began.isoformat(),
+    }

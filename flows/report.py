@@ -1,0 +1,57 @@
+"""Markdown and table artifacts a person reads in the Prefect UI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+
+def _bar(n: int, most: int, width: int = 30) -> str:
+    return "█" * max(1 if n else 0, round(width * n / most)) if most else ""
+
+
+def consolidate_markdown(summary: dict[str, Any], plot_path: str | None = None) -> str:
+    lines = [
+        "# Consolidation run",
+        "",
+        f"- turns processed: **{summary['turns_processed']}**",
+        f"- episodes closed: **{summary['episodes_closed']}**",
+        f"- users: {', '.join(summary['users']) or '—'}",
+        f"- open turns left (lag): {summary['open_turns']}",
+        f"- oldest turn processed (event time): {summary['oldest_turn_processed'] or '—'}",
+        f"- LLM calls: {summary['llm_calls']}, tokens in/out: "
+        f"{summary['tokens']['input']}/{summary['tokens']['output']}",
+        f"- reflections written: {summary.get('reflections', 0)}",
+        f"- wall time: {summary['seconds']} s",
+        "",
+        "## Episodes closed by reason",
+        "",
+        "| reason | episodes |",
+        "|---|---:|",
+    ]
+    for reason, n in sorted(summary["by_reason"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"| {reason} | {n} |")
+    hist = {int(k): v for k, v in summary["salience_histogram"].items()}
+    most = max(hist.values(), default=0)
+    lines += ["", "## Salience histogram", "", "| salience | episodes | |", "|---:|---:|---|"]
+    for score in range(1, 11):
+        n = hist.get(score, 0)
+        lines.append(f"| {score} | {n} | {_bar(n, most)} |")
+    lines += ["", "## Salience sources", ""]
+    for src, n in sorted(summary["salience_sources"].items()):
+        lines.append(f"- {src}: {n}")
+    lines += ["", "## Fact decisions", ""]
+    for ev, n in sorted(summary["fact_events"].items()):
+        lines.append(f"- {ev}: {n}")
+    if plot_path:
+        lines += ["", f"Timeline picture: `{plot_path}`"]
+    return "\n".join(lines)
+
+
+def publish_markdown(key: str, markdown: str, description: str) -> None:
+    create_markdown_artifact(key=key, markdown=markdown, description=description)
+
+
+def publish_table(key: str, rows: list[dict[str, Any]], description: str) -> None:
+    create_table_artifact(key=key, table=rows, description=description)

@@ -1,0 +1,317 @@
+"""The fact store, bi-temporal and append-mostly: UPDATE and DELETE close an
+old row's validity; nothing is ever erased. Every decision has a history row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from episodic.models import Fact, FactHistory, stable_id
+from storage import filters
+from storage.codec import to_aware, to_naive, vector
+from storage.db import Store
+from storage.schemas import fact_history as history_schema
+from storage.schemas import facts as facts_schema
+
+MAX_ROWS = 10_000_000
+
+
+@dataclass(frozen=True)
+class PlannedFact:
+    """One decision, resolved to ids, ready to apply idempotently."""
+
+    index: int
+    event: str  # ADD | UPDATE | DELETE | NOOP
+    target_fact_id: str | None
+    old_text: str | None
+    new_text: str | None
+    valid_from: datetime
+    decided_by: str
+    vector: list[float]
+    importance: float = 5.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "event": self.event,
+            "target_fact_id": self.target_fact_id,
+            "old_text": self.old_text,
+            "new_text": self.new_text,
+            "valid_from": self.valid_from.isoformat(),
+            "decided_by": self.decided_by,
+            "vector": self.vector,
+            "importance": self.importance,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> PlannedFact:
+        return PlannedFact(
+            index=int(d["index"]),
+            event=str(d["event"]),
+            target_fact_id=d.get("target_fact_id"),
+            old_text=d.get("old_text"),
+            new_text=d.get("new_text"),
+            valid_from=datetime.fromisoformat(d["valid_from"]),
+            decided_by=str(d["decided_by"]),
+            vector=list(d.get("vector") or []),
+            importance=float(d.get("importance", 5.0)),
+        )
+
+
+def new_fact_id(user_id: str, episode_id: str, index: int) -> str:
+    return stable_id("fact", user_id, episode_id, index)
+
+
+def history_id(episode_id: str, index: int, event: str) -> str:
+    return stable_id("history", episode_id, index, event)
+
+
+class Facts:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.table = store.table("facts")
+        self.history_table = store.table("fact_history")
+
+    # ---- reads --------------------------------------------------------
+    def list(self, user_id: str, *, include_inactive: bool = False) -> list[Fact]:
+        cond = filters.user(user_id)
+        if not include_inactive:
+            cond = cond & filters.eq("status", "active")
+        rows = self.table.search().where(cond).limit(MAX_ROWS).to_list()
+        out = [self._from_row(r) for r in rows]
+        out.sort(key=lambda f: (f.valid_from, f.created_at, f.fact_id))
+        return out
+
+    def as_of(self, user_id: str, when: datetime) -> list[Fact]:
+        """What we believed was true at event time `when`."""
+        return [
+            f
+            for f in self.list(user_id, include_inactive=True)
+            if f.valid_from <= when and (f.valid_to is None or when < f.valid_to)
+        ]
+
+    def by_ids(self, user_id: str, ids: Sequence[str]) -> list[Fact]:
+        if not ids:
+            return []
+        rows = (
+            self.table.search()
+            .where(filters.user_in(user_id, "fact_id", list(ids)))
+            .limit(len(ids) + 1)
+            .to_list()
+        )
+        return [self._from_row(r) for r in rows]
+
+    def candidates(
+        self, user_id: str, text: str, vec: np.ndarray | None, k: int = 5
+    ) -> list[tuple[Fact, float]]:
+        """Top-k active facts of this user by vector and by full text, fused by
+        reciprocal rank. Returns (fact, cosine similarity)."""
+        cond = filters.user(user_id) & filters.eq("status", "active")
+        ranked: list[list[str]] = []
+        by_id: dict[str, Fact] = {}
+        if vec is not None and np.any(vec):
+            rows = (
+                self.table.search(np.asarray(vec, dtype=np.float32), vector_column_name="vector")
+                .distance_type("cosine")
+                .where(cond, prefilter=True)
+                .limit(k)
+                .to_list()
+            )
+            ranked.append([r["fact_id"] for r in rows])
+            by_id.update({r["fact_id"]: self._from_row(r) for r in rows})
+        if text.strip() and self.store.has_fts("facts"):
+            try:
+                rows = (
+                    self.table.search(text, query_type="fts")
+                    .where(cond, prefilter=True)
+                    .limit(k)
+                    .to_list()
+                )
+            except (ValueError, RuntimeError):
+                rows = []  # a query the tokenizer cannot parse: vector candidates only
+            ranked.append([r["fact_id"] for r in rows])
+            by_id.update({r["fact_id"]: self._from_row(r) for r in rows})
+        scores: dict[str, float] = {}
+        for ranking in ranked:
+            for rank, fid in enumerate(ranking):
+                scores[fid] = scores.get(fid, 0.0) + 1.0 / (60 + rank + 1)
+        order = sorted(scores, key=lambda f: (-scores[f], f))[:k]
+        out = []
+        for fid in order:
+            f = by_id[fid]
+            sim = 0.0
+            if vec is not None and f.vector:
+                sim = float(np.dot(np.asarray(f.vector, dtype=np.float32), vec))
+            out.append((f, sim))
+        return out
+
+    def history(self, user_id: str, fact_id: str) -> list[FactHistory]:
+        """Every decision that touched this fact or the chain it belongs to."""
+        chain = {fact_id}
+        for f in self.list(user_id, include_inactive=True):
+            if f.supersedes == fact_id:
+                chain.add(f.fact_id)
+            if f.fact_id == fact_id and f.supersedes:
+                chain.add(f.supersedes)
+        rows = (
+            self.history_table.search()
+            .where(filters.user_in(user_id, "fact_id", sorted(chain)))
+            .limit(MAX_ROWS)
+            .to_list()
+        )
+        rows += (
+            self.history_table.search()
+            .where(filters.user_in(user_id, "new_fact_id", sorted(chain)))
+            .limit(MAX_ROWS)
+            .to_list()
+        )
+        seen: dict[str, FactHistory] = {}
+        for r in rows:
+            seen[r["history_id"]] = self._history_from_row(r)
+        return sorted(seen.values(), key=lambda h: (h.at, h.history_id))
+
+    def all_history(self, user_id: str) -> list[FactHistory]:
+        rows = self.history_table.search().where(filters.user(user_id)).limit(MAX_ROWS).to_list()
+        return sorted((self._history_from_row(r) for r in rows), key=lambda h: (h.at, h.history_id))
+
+    # ---- writes -------------------------------------------------------
+    def apply(
+        self, user_id: str, episode_id: str, plan: Sequence[PlannedFact], now: datetime
+    ) -> dict[str, int]:
+        """Apply a plan. Idempotent: ids are derived from (episode, index), so a
+        rerun after a crash inserts nothing twice and repeats the same updates."""
+        counts = {"ADD": 0, "UPDATE": 0, "DELETE": 0, "NOOP": 0}
+        new_rows: list[dict[str, Any]] = []
+        hist_rows: list[dict[str, Any]] = []
+        closes: list[tuple[str, str, datetime]] = []  # (fact_id, status, valid_to)
+        for p in plan:
+            counts[p.event] += 1
+            fid = new_fact_id(user_id, episode_id, p.index)
+            made = p.event in ("ADD", "UPDATE") and bool(p.new_text)
+            if made:
+                new_rows.append(
+                    {
+                        "fact_id": fid,
+                        "user_id": user_id,
+                        "text": p.new_text,
+                        "norm": (p.new_text or "").casefold(),
+                        "vector": vector(p.vector, self.store.dim),
+                        "valid_from": to_naive(p.valid_from),
+                        "valid_to": None,
+                        "created_at": to_naive(now),
+                        "expired_at": None,
+                        "source_episode_ids": [episode_id],
+                        "importance": p.importance,
+                        "recall_count": 0,
+                        "last_recalled_at": None,
+                        "status": "active",
+                        "supersedes": p.target_fact_id if p.event == "UPDATE" else "",
+                    }
+                )
+            if p.event in ("UPDATE", "DELETE") and p.target_fact_id:
+                status = "superseded" if p.event == "UPDATE" else "deleted"
+                closes.append((p.target_fact_id, status, p.valid_from))
+            hist_rows.append(
+                {
+                    "history_id": history_id(episode_id, p.index, p.event),
+                    "user_id": user_id,
+                    "fact_id": (p.target_fact_id if p.event != "ADD" else fid) or "",
+                    "event": p.event,
+                    "old_text": p.old_text,
+                    "new_text": p.new_text,
+                    "new_fact_id": fid if made else "",
+                    "episode_id": episode_id,
+                    "decided_by": p.decided_by,
+                    "at": to_naive(now),
+                }
+            )
+        # new information lands before anything old is closed, so a crash in
+        # between leaves the store with more, never less
+        if new_rows:
+            data = pa.Table.from_pylist(new_rows, schema=facts_schema(self.store.dim))
+            self.table.merge_insert("fact_id").when_not_matched_insert_all().execute(data)
+        if closes:
+            self._close(user_id, closes, now)
+        if hist_rows:
+            data = pa.Table.from_pylist(hist_rows, schema=history_schema())
+            self.history_table.merge_insert("history_id").when_not_matched_insert_all().execute(
+                data
+            )
+        return counts
+
+    def _close(self, user_id: str, closes: list[tuple[str, str, datetime]], now: datetime) -> None:
+        current = {f.fact_id: f for f in self.by_ids(user_id, [c[0] for c in closes])}
+        rows = []
+        for fid, status, valid_to in closes:
+            f = current.get(fid)
+            if f is None or f.status != "active":
+                continue  # already closed (a rerun) or not this user's
+            rows.append(
+                {
+                    "fact_id": fid,
+                    "status": status,
+                    "valid_to": to_naive(valid_to),
+                    "expired_at": to_naive(now),
+                }
+            )
+        if not rows:
+            return
+        full = facts_schema(self.store.dim)
+        schema = pa.schema([full.field(c) for c in ("fact_id", "status", "valid_to", "expired_at")])
+        data = pa.Table.from_pylist(rows, schema=schema)
+        self.table.merge_insert("fact_id").when_matched_update_all().execute(data)
+
+    def record_recall(self, user_id: str, ids: Sequence[str], now: datetime) -> int:
+        facts = self.by_ids(user_id, ids)
+        if not facts:
+            return 0
+        full = facts_schema(self.store.dim)
+        schema = pa.schema([full.field(c) for c in ("fact_id", "recall_count", "last_recalled_at")])
+        rows = [
+            {"fact_id": f.fact_id, "recall_count": f.recall_count + 1, "last_recalled_at": to_naive(now)}
+            for f in facts
+        ]
+        self.table.merge_insert("fact_id").when_matched_update_all().execute(
+            pa.Table.from_pylist(rows, schema=schema)
+        )
+        return len(rows)
+
+    # ---- codec --------------------------------------------------------
+    @staticmethod
+    def _from_row(r: dict[str, Any]) -> Fact:
+        return Fact(
+            fact_id=r["fact_id"],
+            user_id=r["user_id"],
+            text=r["text"],
+            vector=list(r["vector"] or []),
+            valid_from=to_aware(r["valid_from"]),  # type: ignore[arg-type]
+            valid_to=to_aware(r["valid_to"]),
+            created_at=to_aware(r["created_at"]),  # type: ignore[arg-type]
+            expired_at=to_aware(r["expired_at"]),
+            source_episode_ids=list(r["source_episode_ids"] or []),
+            importance=r["importance"] or 0.0,
+            recall_count=r["recall_count"] or 0,
+            last_recalled_at=to_aware(r["last_recalled_at"]),
+            status=r["status"],
+            supersedes=r["supersedes"] or None,
+        )
+
+    @staticmethod
+    def _history_from_row(r: dict[str, Any]) -> FactHistory:
+        return FactHistory(
+            history_id=r["history_id"],
+            user_id=r["user_id"],
+            fact_id=r["fact_id"],
+            event=r["event"],
+            old_text=r["old_text"],
+            new_text=r["new_text"],
+            new_fact_id=r["new_fact_id"] or None,
+            episode_id=r["episode_id"],
+            decided_by=r["decided_by"],
+            at=to_aware(r["at"]),  # type: ignore[arg-type]
+        )

@@ -1,0 +1,60 @@
+"""One consolidation per user at a time. On a local store, an OS file lock
+next to the database (released by the kernel if the process dies, so a
+SIGKILL never leaves a stale lease)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from episodic.errors import EpisodicError
+from episodic.models import stable_id
+
+
+class LeaseBusy(EpisodicError):
+    def __init__(self, user_id_hash: str, waited_s: float) -> None:
+        super().__init__(f"another consolidation holds user {user_id_hash} (waited {waited_s:.0f}s)")
+        self.user_id_hash = user_id_hash
+        self.waited_s = waited_s
+
+
+def lock_dir(db_uri: str) -> Path | None:
+    if "://" in db_uri:
+        return None  # object storage: rely on the checkpoint version check
+    p = Path(db_uri)
+    return p.with_name(p.name + ".locks")
+
+
+@contextmanager
+def user_lease(db_uri: str, user_id: str, *, wait_s: float = 600.0) -> Iterator[bool]:
+    """Hold the user's lease; wait up to wait_s, then raise LeaseBusy.
+    Yields True when it had to wait for another run."""
+    d = lock_dir(db_uri)
+    if d is None:
+        yield False
+        return
+    d.mkdir(parents=True, exist_ok=True)
+    name = stable_id("lease", user_id)  # never put a user value in a path
+    fd = os.open(d / f"{name}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    waited = False
+    start = time.monotonic()
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                waited = True
+                if time.monotonic() - start > wait_s:
+                    raise LeaseBusy(name[:8], time.monotonic() - start) from None
+                time.sleep(0.05)
+        yield waited
+    finally:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)

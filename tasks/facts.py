@@ -1,0 +1,116 @@
+"""Fact distillation and merge for closed episodes, one user at a time.
+
+Per episode: extract, find candidates, decide, then persist the decisions as
+a plan on the episode row before applying them. A crash after the plan is
+saved replays the same plan (its writes are idempotent); a crash before it
+decides again from an unchanged store."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from episodic.facts import CandidateSet, ExistingFact, FactTurn, decide, extract_facts
+from episodic.models import Episode, now_utc
+from storage.facts import PlannedFact, new_fact_id
+from tasks.crashpoints import crashpoint
+from tasks.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FactBatch:
+    episodes: int = 0
+    events: Counter[str] = field(default_factory=Counter)
+    decided_by: Counter[str] = field(default_factory=Counter)
+
+
+def plan_episode(rt: Runtime, e: Episode, now: datetime) -> list[PlannedFact]:
+    turns = rt.raw.by_ids(e.user_id, e.turn_ids)
+    views = [FactTurn(turn_id=t.turn_id, role=t.role, text=t.text, event_ts=t.event_ts) for t in turns]
+    new_facts = extract_facts(rt.provider, views, now=now)
+    if not new_facts:
+        return []
+    vecs = rt.embedder.embed([f.text for f in new_facts])
+    sets = []
+    for f, v in zip(new_facts, vecs, strict=True):
+        found = rt.facts.candidates(e.user_id, f.text, v, k=5)
+        cands = [
+            ExistingFact(
+                fact_id=c.fact_id,
+                text=c.text,
+                vector=np.asarray(c.vector, dtype=np.float32) if c.vector else None,
+            )
+            for c, _ in found
+        ]
+        sets.append(CandidateSet(new=f, new_vector=v, candidates=cands))
+    decisions = decide(rt.provider, sets, now=now)
+    plan: list[PlannedFact] = []
+    for i, (d, v) in enumerate(zip(decisions, vecs, strict=True)):
+        target = d.target_fact_id
+        if target is None and d.target_index is not None:
+            target = new_fact_id(e.user_id, e.episode_id, d.target_index)
+        plan.append(
+            PlannedFact(
+                index=i,
+                event=d.event,
+                target_fact_id=target,
+                old_text=d.old_text,
+                new_text=d.new_text,
+                valid_from=d.new_fact.valid_from,
+                decided_by=d.decided_by,
+                vector=[float(x) for x in v],
+                importance=float(e.salience or 5),
+            )
+        )
+    return plan
+
+
+def merge_episode(rt: Runtime, e: Episode, now: datetime) -> Counter[str]:
+    if e.facts_state == "planned" and e.fact_plan:
+        plan = [PlannedFact.from_json(d) for d in json.loads(e.fact_plan)]
+    else:
+        plan = plan_episode(rt, e, now)
+        rt.episodes.update(
+            e.user_id,
+            {
+                e.episode_id: {
+                    "facts_state": "planned",
+                    "fact_plan": json.dumps([p.as_json() for p in plan]),
+                }
+            },
+        )
+        crashpoint("after_fact_plan")
+    rt.facts.apply(e.user_id, e.episode_id, plan, now)
+    crashpoint("after_fact_apply")
+    rt.episodes.update(e.user_id, {e.episode_id: {"facts_state": "done"}})
+    counts: Counter[str] = Counter()
+    for p in plan:
+        counts[p.event] += 1
+        counts[f"by:{p.decided_by}"] += 1
+    return counts
+
+
+def merge_pending(rt: Runtime, user_id: str, now: datetime | None = None) -> FactBatch:
+    """Merge every closed episode of the user whose facts are not done, in
+    event order. Serialised per user: two merges never race on candidates."""
+    now = now or now_utc()
+    out = FactBatch()
+    with rt.lock_for(user_id):
+        pending = rt.episodes.facts_pending(user_id)
+        pending.sort(key=lambda e: (e.started_at, e.stream_id, e.first_seq))
+        for e in pending:
+            counts = merge_episode(rt, e, now)
+            out.episodes += 1
+            for k, n in counts.items():
+                if k.startswith("by:"):
+                    out.decided_by[k[3:]] += n
+                else:
+                    out.events[k] += n
+    return out

@@ -1,0 +1,123 @@
+"""Importance-triggered reflection: when the salience of a user's episodes
+closed since the last reflection reaches the threshold, ask focal questions,
+retrieve for each, and store insights whose evidence is checked to exist and
+to belong to the user. Reflections never enter raw."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from episodic.llm.fallback import structured_or_offline
+from episodic.models import Episode, Reflection, now_utc, stable_id
+from episodic.prompts.reflection import focal_question_messages, insight_messages
+from episodic.reflection import (
+    FocalQuestions,
+    Insights,
+    ReflectionSource,
+    insight_importance,
+    map_evidence,
+    salience_since,
+    should_reflect,
+    validate_evidence,
+)
+from tasks.runtime import Runtime, get_runtime
+from tasks.search import SearchOptions, search
+
+MAX_SOURCES = 100
+
+
+@dataclass
+class ReflectionRun:
+    due: bool
+    pending_salience: float
+    written: int = 0
+    questions: int = 0
+    dropped_evidence: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def since_last(rt: Runtime, user_id: str) -> tuple[list[Episode], float]:
+    last = rt.reflections.last_reflected_at(user_id)
+    eps = [
+        e
+        for e in rt.episodes.list(user_id)
+        if e.salience_source and (last is None or e.closed_at > last)
+    ]
+    return eps, salience_since([e.salience for e in eps])
+
+
+def reflect_if_due(user_id: str, *, force: bool = False) -> dict[str, Any]:
+    rt = get_runtime()
+    eps, total = since_last(rt, user_id)
+    if not eps or not (force or should_reflect(total, rt.settings.reflection_threshold)):
+        return ReflectionRun(due=False, pending_salience=total).as_dict()
+    return reflect_user(rt, user_id, eps, total).as_dict()
+
+
+def reflect_user(
+    rt: Runtime, user_id: str, eps: list[Episode], total: float, now: datetime | None = None
+) -> ReflectionRun:
+    now = now or now_utc()
+    run = ReflectionRun(due=True, pending_salience=total)
+    recent = sorted(eps, key=lambda e: e.ended_at)[-MAX_SOURCES:]
+    sources = [
+        ReflectionSource(e.episode_id, e.summary or e.text[:300], float(e.salience)) for e in recent
+    ]
+    statements = [s.text for s in sources]
+    focal = structured_or_offline(
+        rt.provider,
+        focal_question_messages(statements, now),
+        FocalQuestions,
+        context={"statements": statements},
+    ).value
+    run.questions = len(focal.questions)
+    owner_of = {e.episode_id: e.user_id for e in eps}
+    salience_of = {e.episode_id: float(e.salience) for e in eps}
+    kind_of = {e.episode_id: "episode" for e in eps}
+    made: dict[str, Reflection] = {}
+    for q in focal.questions:
+        # the evidence pool: the recent episodes plus what retrieval brings back
+        hits = search(rt, user_id, q, SearchOptions(k=10, kinds=("episodes", "facts")), now=now)
+        pool = list(sources)
+        seen = {s.item_id for s in pool}
+        for h in hits:
+            if h.item_id not in seen and len(pool) < MAX_SOURCES:
+                pool.append(ReflectionSource(h.item_id, h.text, h.raw_importance))
+                seen.add(h.item_id)
+                owner_of[h.item_id] = user_id  # search is scoped to this user
+                salience_of[h.item_id] = h.raw_importance
+                kind_of[h.item_id] = h.kind
+        answer = structured_or_offline(
+            rt.provider,
+            insight_messages(q, [p.text for p in pool], now),
+            Insights,
+            context={"sources": pool},
+        ).value
+        ids = [p.item_id for p in pool]
+        for ins in answer.insights:
+            cited = map_evidence(ins.evidence, ids)
+            valid = validate_evidence(cited, user_id=user_id, owner_of=owner_of)
+            run.dropped_evidence += len(ins.evidence) - len(valid)
+            if not valid:
+                continue
+            rid = stable_id("reflection", user_id, ins.text)
+            made[rid] = Reflection(
+                reflection_id=rid,
+                user_id=user_id,
+                text=ins.text,
+                evidence_episode_ids=[i for i in valid if kind_of.get(i) == "episode"],
+                evidence_fact_ids=[i for i in valid if kind_of.get(i) == "fact"],
+                importance=insight_importance([salience_of.get(i, 5.0) for i in valid]),
+                created_at=now,
+            )
+    items = list(made.values())
+    if items:
+        vecs = rt.embedder.embed([r.text for r in items])
+        items = [r.model_copy(update={"vector": [float(x) for x in v]}) for r, v in zip(items, vecs, strict=True)]
+        run.written = rt.reflections.write(items)
+    rt.reflections.mark_reflected(user_id, now)
+    return run
