@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 150.0
 INSIGHT_CHARS = 500
+MAX_EVIDENCE = 20
 
 
 class EvidenceError(EpisodicError, ValueError):
@@ -87,7 +88,10 @@ class FocalQuestions(BaseModel):
         statements = [str(s) for s in context.get("statements", [])]
         sources = [ReflectionSource(str(i), s) for i, s in enumerate(statements)]
         themes = recurring_themes(sources)[:3]
-        questions = [f"What do the recent episodes say about {', '.join(t.terms)}?" for t in themes]
+        questions = [
+            one_line(f"What do the recent episodes say about {', '.join(t.terms)}?", 300)
+            for t in themes
+        ]
         return cls(questions=questions or ["What were the main topics of the recent episodes?"])
 
 
@@ -98,7 +102,7 @@ class Insight(BaseModel):
         str, StringConstraints(strip_whitespace=True, min_length=3, max_length=INSIGHT_CHARS)
     ]
     evidence: list[StatementNo] = Field(
-        min_length=1, max_length=20, description="numbers of the supporting statements"
+        min_length=1, max_length=MAX_EVIDENCE, description="numbers of the supporting statements"
     )
 
 
@@ -111,13 +115,16 @@ class Insights(BaseModel):
 
     @classmethod
     def offline_answer(cls, context: dict[str, Any]) -> Insights:
-        """offline_reflect over context['sources'], cited by 1-based position."""
+        """offline_reflect over context['sources'], cited by 1-based position.
+
+        context['ignore'] optionally lists terms that are not themes (speaker names).
+        """
         sources = [_as_source(s) for s in context.get("sources", [])]
         position = {s.item_id: i for i, s in enumerate(sources, start=1)}
         return cls(
             insights=[
                 Insight(text=r.text, evidence=[position[e] for e in r.evidence_ids])
-                for r in offline_reflect(sources)
+                for r in offline_reflect(sources, ignore=context.get("ignore", ()))
             ]
         )
 
@@ -200,7 +207,9 @@ _STOP = frozenset(
     was way we well were what when where which while who whom why will with would yeah yes yet
     you your yours going goes went come came good great nice okay sounds awesome wow hey
     hi hello ok let lets maybe something anything everything lot time day today tomorrow
-    yesterday week year years back first last next new old another thing much""".split()
+    yesterday week year years back first last next new old another thing much love loved feel
+    feeling felt glad happy cool amazing definitely totally pretty always never kind sort look
+    looking talk talking share sharing hear wonderful excited super little keep help""".split()
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/']*[A-Za-z0-9+#]|[A-Za-z]")
@@ -226,10 +235,10 @@ class ReflectedInsight:
 def _terms(text: str, names: frozenset[str]) -> dict[str, tuple[str, bool]]:
     """key -> (surface form, specific) for the theme terms of one text.
 
-    Specific terms are entities (capitalised, not only at a sentence start,
-    unless the same word is capitalised mid-sentence elsewhere) and technical
-    tokens (digits, underscores, dotted or camelCase, acronyms); the others are
-    content words of four letters or more outside the stopword list.
+    Specific terms are entities (capitalised mid-sentence, or at a sentence
+    start when the word is a name, see `_names`) and technical tokens (digits,
+    underscores, dotted or camelCase, acronyms); the others are content words
+    of four letters or more outside the stopword list.
     """
     found: dict[str, tuple[str, bool]] = {}
     for sentence in _SENTENCE.split(text):
@@ -242,34 +251,48 @@ def _terms(text: str, names: frozenset[str]) -> dict[str, tuple[str, bool]]:
                 found[key] = (token, True)
             elif token[0].isupper() and (pos > 0 or key in names):
                 found.setdefault(key, (token, True))
-            elif token.islower() and len(key) >= 4 and key.isalpha():
-                found.setdefault(key, (token, False))
+            elif len(key) >= 4 and key.isalpha():
+                found.setdefault(key, (key, False))
     return found
 
 
-def _mid_sentence_names(texts: Iterable[str]) -> frozenset[str]:
-    names: set[str] = set()
+def _names(texts: Iterable[str]) -> frozenset[str]:
+    """Words that are names: capitalised mid-sentence somewhere, or never seen lowercase."""
+    mid: set[str] = set()
+    initial: set[str] = set()
+    lower: set[str] = set()
     for text in texts:
         for sentence in _SENTENCE.split(text):
-            for token in _TOKEN.findall(sentence)[1:]:
-                if token[0].isupper():
-                    names.add(token.strip("'.").lower().removesuffix("'s"))
-    return frozenset(names)
+            for pos, raw in enumerate(_TOKEN.findall(sentence)):
+                token = raw.strip("'.").removesuffix("'s")
+                if not token:
+                    continue
+                if token.islower():
+                    lower.add(token)
+                elif token[0].isupper():
+                    (mid if pos > 0 else initial).add(token.lower())
+    return frozenset(mid | {k for k in initial if k not in lower and len(k) >= 3})
 
 
-def recurring_themes(sources: Sequence[ReflectionSource], *, min_support: int = 2) -> list[Theme]:
+def recurring_themes(
+    sources: Sequence[ReflectionSource], *, min_support: int = 2, ignore: Iterable[str] = ()
+) -> list[Theme]:
     """Terms found in at least min_support sources, grouped by the sources citing them.
 
     Ranked by support (a specific term counts 1.5 times a plain word), then by
     the summed salience of its sources, then alphabetically. Terms with the
-    same set of sources form one theme (at most three terms shown).
+    same set of sources form one theme (at most three terms shown). Terms in
+    `ignore` (case-insensitive; e.g. the speakers' own names) are left out.
     """
-    names = _mid_sentence_names(s.text for s in sources)
+    skip = {t.lower() for t in ignore}
+    names = _names(s.text for s in sources)
     by_key: dict[str, set[int]] = {}
     surface: dict[str, Counter[str]] = {}
     specific: dict[str, bool] = {}
     for idx, source in enumerate(sources):
         for key, (form, spec) in _terms(source.text, names).items():
+            if key in skip:
+                continue
             by_key.setdefault(key, set()).add(idx)
             surface.setdefault(key, Counter())[form] += 1
             specific[key] = specific.get(key, False) or spec
@@ -297,24 +320,32 @@ def recurring_themes(sources: Sequence[ReflectionSource], *, min_support: int = 
 
 
 def offline_reflect(
-    episodes: Sequence[ReflectionSource], *, max_insights: int = 5, min_support: int = 2
+    episodes: Sequence[ReflectionSource],
+    *,
+    max_insights: int = 5,
+    min_support: int = 2,
+    max_evidence: int = MAX_EVIDENCE,
+    ignore: Iterable[str] = (),
 ) -> list[ReflectedInsight]:
     """Deterministic extractive reflection: the recurring themes of recent episodes.
 
     Each insight names a theme, quotes the most salient episode citing it and
-    cites every episode that mentions it; its importance is the mean salience
-    of those episodes. Nothing recurring, no insight.
+    cites the episodes that mention it (the max_evidence most salient, in
+    input order); its importance is the mean salience of those episodes.
+    Nothing recurring, no insight.
     """
     if len({e.item_id for e in episodes}) != len(episodes):
         raise ValueError("duplicate item_id among reflection sources")
     salience = {e.item_id: e.salience for e in episodes}
     text_of = {e.item_id: e.text for e in episodes}
     out: list[ReflectedInsight] = []
-    for theme in recurring_themes(episodes, min_support=min_support)[:max_insights]:
-        cited = theme.evidence_ids
+    themes = recurring_themes(episodes, min_support=min_support, ignore=ignore)
+    for theme in themes[:max_insights]:
+        top = sorted(theme.evidence_ids, key=lambda i: -salience[i])[:max_evidence]
+        cited = tuple(i for i in theme.evidence_ids if i in top)
         example = max(cited, key=lambda i: (salience[i], -cited.index(i)))
         text = (
-            f"Recurring theme across {len(cited)} episodes: {', '.join(theme.terms)}. "
+            f"Recurring theme across {len(theme.evidence_ids)} episodes: {', '.join(theme.terms)}. "
             f"For example: {one_line(text_of[example], 200)}"
         )
         out.append(

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from episodic.models import utc
 
 ItemKind = Literal["episode", "fact", "reflection"]
+ITEM_KINDS: tuple[str, ...] = ("episode", "fact", "reflection")
 
 
 class Weights(BaseModel):
@@ -62,6 +63,8 @@ class Candidate:
     def __post_init__(self) -> None:
         if not self.item_id:
             raise ValueError("item_id is empty")
+        if self.kind not in ITEM_KINDS:
+            raise ValueError(f"unknown item kind {self.kind!r}")
         for name in ("importance", "similarity"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} of {self.item_id} is not finite")
@@ -125,6 +128,8 @@ def min_max(values: Sequence[float]) -> list[float]:
     lo = min(values)
     hi = max(values)
     span = hi - lo
+    if not math.isfinite(span):  # e.g. -1e308 and 1e308: halve and try again
+        return min_max([v / 2.0 for v in values])
     if span <= 0.0:
         return [1.0] * len(values)
     return [(v - lo) / span for v in values]

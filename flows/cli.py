@@ -296,5 +296,46 @@ def bench(
         console.print_json(json.dumps(res, default=str))
 
 
+@app.command()
+def reflect(
+    user: str | None = typer.Option(None, "--user"),
+    force: bool = typer.Option(False, "--force", help="reflect even below the threshold"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run the reflect flow now."""
+    from flows.reflect import reflect as flow
+
+    res = flow(user=user, force=force)
+    if as_json:
+        _json(res)
+    else:
+        for uid, r in res.items():
+            console.print(f"{uid}: due={r['due']} pending salience={r['pending_salience']:.0f} "
+                          f"written={r.get('written', 0)}")
+
+
+@app.command()
+def maintain(
+    user: str | None = typer.Option(None, "--user"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run the maintain flow now: decay, archive, compact."""
+    from flows.maintain import maintain as flow
+
+    res = flow(user=user)
+    if as_json:
+        _json(res)
+    else:
+        console.print(f"decayed {res['decayed']}, archived {res['archived']}")
+        for row in res["tables"]:
+            console.print(f"  {row['table']:16} rows {row['rows']:>7}  versions {row['versions']}"
+                          f"  fragments {row['fragments']}")
+
+
+# commands that live in their own modules
+from flows import cli_ops  # noqa: E402
+
+cli_ops.register(app)
+
 if __name__ == "__main__":
     app()

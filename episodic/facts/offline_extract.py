@@ -53,7 +53,8 @@ MAX_FACT_CHARS = 200
 _SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+|,?\s+(?=(?:and|but|so) (?:i|i'm|we|my|our)\b)", re.I)
 _LEAD_IN = re.compile(
     r"^(?:(?:so|well|also|actually|btw|by the way|oh|and|but|anyway|fyi|hey|hi|ok|okay|"
-    r"yeah|yes|no|just so you know|for context|for the record|quick note)[,:!]?\s+)+",
+    r"yeah|yes|no|sure|right|true|honestly|just so you know|for context|for the record|"
+    r"quick note)[,:!]?\s+)+",
     re.I,
 )
 _QUESTION = re.compile(

@@ -3,8 +3,9 @@
 The raw log has no finer speech act for users than question and correction:
 any user request counts as a user-question, unless it contradicts the agent
 ("no, ...", "actually ...", "that's wrong", "I meant"). A "no" that answers
-the agent's own question is not a correction. Tool output is an error when the source says so, or, where the
-source is silent, when the text plainly reports one.
+the agent's own question is not a correction. Tool output is an error when
+the source says so, or, where the source is silent, when the text plainly
+reports one.
 """
 
 from __future__ import annotations

@@ -101,7 +101,9 @@ def test_policy_strength_is_one_for_a_fresh_item() -> None:
     assert p.effective(7.0, 0.0, 0) == 7.0
 
 
-def item(item_id: str, salience: float, hours: float, recalls: int = 0, strength: float = 1.0) -> DecayItem:
+def item(
+    item_id: str, salience: float, hours: float, recalls: int = 0, strength: float = 1.0
+) -> DecayItem:
     return DecayItem(item_id, salience, recalls, NOW - timedelta(hours=hours), strength)
 
 

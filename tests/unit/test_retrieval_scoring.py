@@ -13,8 +13,12 @@ from episodic.retrieval import Candidate, Weights, min_max, rank, recency, rrf_f
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
 
 
-def cand(item_id: str, *, hours: float = 0.0, importance: float = 5.0, sim: float = 0.5) -> Candidate:
-    return Candidate(item_id, "episode", f"text {item_id}", importance, sim, NOW - timedelta(hours=hours))
+def cand(
+    item_id: str, *, hours: float = 0.0, importance: float = 5.0, sim: float = 0.5
+) -> Candidate:
+    return Candidate(
+        item_id, "episode", f"text {item_id}", importance, sim, NOW - timedelta(hours=hours)
+    )
 
 
 def test_recency_is_one_when_just_accessed_and_halves_per_half_life() -> None:
@@ -132,3 +136,12 @@ def test_rrf_counts_a_repeat_once_and_breaks_ties_by_id() -> None:
     assert rrf_fuse([]) == []
     with pytest.raises(ValueError):
         rrf_fuse([["a"]], k=0)
+
+
+def test_min_max_survives_an_overflowing_span() -> None:
+    assert min_max([-1e308, 0.0, 1e308]) == [0.0, 0.5, 1.0]
+
+
+def test_candidate_kind_is_checked() -> None:
+    with pytest.raises(ValueError, match="kind"):
+        Candidate("a", "turn", "t", 1.0, 1.0, NOW)  # type: ignore[arg-type]

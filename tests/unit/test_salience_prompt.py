@@ -55,7 +55,9 @@ def test_render_episode_is_compact_and_labelled() -> None:
         EpisodeTurn("tool", "tool-error", "boom"),
         EpisodeTurn("assistant", "other", "ok"),
     ]
-    assert render_episode(turns) == "user (correction): no, use tabs\ntool error: boom\nassistant: ok"
+    assert (
+        render_episode(turns) == "user (correction): no, use tabs\ntool error: boom\nassistant: ok"
+    )
 
 
 def test_render_episode_keeps_head_and_tail_within_budget() -> None:

@@ -1,0 +1,46 @@
+"""The maintain flow: decay, archive, compact. Nightly by default."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from episodic.decay import DecayPolicy
+from flows.names import from_params
+from flows.report import publish_table
+from tasks.maintain import decay_user, upkeep
+from tasks.runtime import get_runtime
+
+
+@task(name="decay-user", task_run_name="decay-{user_id}", cache_policy=NO_CACHE)
+def decay_task(user_id: str, tau_hours: float, floor: float) -> list[dict[str, Any]]:
+    return decay_user(get_runtime(), user_id, DecayPolicy(tau_hours=tau_hours, floor=floor))
+
+
+@task(name="table-upkeep", cache_policy=NO_CACHE)
+def upkeep_task(keep_hours: float) -> list[dict[str, Any]]:
+    return upkeep(get_runtime(), timedelta(hours=keep_hours))
+
+
+@flow(name="maintain", flow_run_name=from_params("maintain"), log_prints=True)
+def maintain(
+    user: str | None = None,
+    tau_hours: float = 168.0,
+    floor: float = 0.5,
+    keep_versions_hours: float = 1.0,
+) -> dict[str, Any]:
+    """Decay salience by time since last recall, archive below the floor, compact tables."""
+    rt = get_runtime()
+    users = [user] if user else rt.episodes.users()
+    changed: list[dict[str, Any]] = []
+    for uid in users:
+        changed.extend(decay_task(uid, tau_hours, floor))
+    tables = upkeep_task(keep_versions_hours)
+    archived = sum(1 for r in changed if r["action"] == "archived")
+    publish_table("maintain-decay", changed[:500] or [{"action": "nothing decayed"}],
+                  f"{len(changed)} items decayed, {archived} archived")
+    publish_table("maintain-tables", tables, "compaction and version cleanup")
+    return {"decayed": len(changed) - archived, "archived": archived, "tables": tables}

@@ -1,0 +1,175 @@
+"""Fact extraction: the offline patterns, the prompt, and a model's citations."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from episodic.facts import (
+    ExtractedFacts,
+    FactTurn,
+    extract_facts,
+    extraction_messages,
+    offline_extract,
+)
+from episodic.facts.offline_extract import extract_sentence
+from episodic.llm.fake import FakeProvider
+from episodic.llm.offline import OfflineProvider
+from tests.unit.test_facts_support import NOW, T0, turn
+
+
+@pytest.mark.parametrize(
+    ("sentence", "fact"),
+    [
+        ("I live in Paris.", "User lives in Paris"),
+        ("Btw I moved to Berlin last month!", "User moved to Berlin last month"),
+        ("My favorite color is blue", "User's favorite color is blue"),
+        ("I have a dog named Rex", "User has a dog named Rex"),
+        ("I love hiking", "User loves hiking"),
+        ("I prefer tea over coffee", "User prefers tea over coffee"),
+        ("I work at Acme", "User works at Acme"),
+        ("I work as a nurse", "User works as a nurse"),
+        ("We use Postgres for analytics", "Team uses Postgres for analytics"),
+        ("we switched from MySQL to PostgreSQL", "Team switched to PostgreSQL"),
+        ("I'm planning to visit Japan in May", "User is planning to visit Japan in May"),
+        ("We decided to use Rust for the CLI", "Team decided to use Rust for the CLI"),
+        ("I no longer drink coffee", "User no longer drinks coffee"),
+        ("I don't eat meat anymore", "User no longer eats meat"),
+        ("Rex died last week.", "Rex died last week"),
+        ("my cat passed away", "User's cat passed away"),
+        ("I sold my car", "User sold their car"),
+        ("I stopped smoking", "User stopped smoking"),
+        ("We stopped using Jenkins", "Team stopped using Jenkins"),
+        ("My name is Ana", "User's name is Ana"),
+        ("I'm 34 years old", "User is 34 years old"),
+        ("I'm a vegetarian", "User is a vegetarian"),
+    ],
+)
+def test_offline_patterns(sentence: str, fact: str) -> None:
+    assert extract_sentence(sentence) == fact
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Do you know where I live?",
+        "What if I moved to Rome",
+        "Can you help me with my car",
+        "I like it",
+        "I have a question about Python",
+        "I'm a bit confused",
+        "I'd like to know more",
+        "It died",
+        "The weather is nice today",
+    ],
+)
+def test_questions_and_chatter_give_no_fact(sentence: str) -> None:
+    assert extract_sentence(sentence) is None
+
+
+def test_offline_reads_user_turns_only_and_splits_sentences() -> None:
+    turns = [
+        turn(1, "I live in Paris and I have a dog named Rex. Where should I go?"),
+        turn(2, "I live in Rome.", role="assistant"),
+        turn(3, "I work at Acme.", role="tool"),
+        turn(4, "Sure, I live in Paris!"),
+    ]
+    assert offline_extract(turns) == [
+        ("User lives in Paris", [1, 4]),
+        ("User has a dog named Rex", [1]),
+    ]
+
+
+def test_extract_offline_maps_support_to_turn_ids_and_event_time() -> None:
+    turns = [turn(1, "hello"), turn(2, "I live in Paris."), turn(3, "I live in Paris")]
+    [fact] = extract_facts(OfflineProvider(), turns, now=NOW)
+    assert fact.text == "User lives in Paris"
+    assert fact.support_turn_ids == ("t2", "t3")
+    assert fact.valid_from == turns[1].event_ts
+    assert fact.decided_by == "offline"
+
+
+def test_prompt_numbers_turns_and_never_shows_ids() -> None:
+    turns = [
+        FactTurn("turn-9f3a", "user", "I live in Paris", T0),
+        FactTurn("turn-77c1", "assistant", "ok", T0),
+    ]
+    text = "\n".join(m["content"] for m in extraction_messages(turns, now=NOW))
+    assert "[1] user" in text and "[2] assistant" in text
+    assert "turn-9f3a" not in text and "turn-77c1" not in text
+    assert "2024-06-01" in text
+
+
+def test_support_out_of_range_fails_validation() -> None:
+    ctx = {"turns": [turn(1, "x")], "n_turns": 1}
+    with pytest.raises(ValidationError, match="only turns 1..1"):
+        ExtractedFacts.model_validate(
+            {"facts": [{"text": "User lives in Paris", "support": [2]}]}, context=ctx
+        )
+
+
+def test_model_citations_become_turn_ids_and_a_bad_answer_is_reasked() -> None:
+    answers = [
+        {"facts": [{"text": "User lives in Paris", "support": [5]}]},
+        {"facts": [{"text": "User lives in Paris", "support": [2, 1]}]},
+    ]
+
+    def handler(messages: Any, response_model: Any, context: Any) -> Any:
+        return answers.pop(0)
+
+    provider = FakeProvider(handler, model="scripted-v1")
+    turns = [turn(1, "I'm in Paris"), turn(2, "yes, Paris, I live there")]
+    [fact] = extract_facts(provider, turns, now=NOW)
+    assert len(provider.calls) == 2
+    assert fact.support_turn_ids == ("t1", "t2")
+    assert fact.valid_from == turns[0].event_ts
+    assert fact.decided_by == "scripted-v1"
+
+
+def test_model_that_never_cites_falls_back_offline(caplog: pytest.LogCaptureFixture) -> None:
+    def handler(messages: Any, response_model: Any, context: Any) -> Any:
+        return {"facts": [{"text": "User lives in Mars", "support": [99]}]}
+
+    provider = FakeProvider(handler, model="scripted-v1", retries=1)
+    with caplog.at_level(logging.WARNING):
+        facts = extract_facts(provider, [turn(1, "I live in Paris.")], now=NOW)
+    assert [(f.text, f.decided_by) for f in facts] == [("User lives in Paris", "offline-fallback")]
+    assert "offline-fallback" in caplog.text
+
+
+class _NoValidation:
+    """A provider that ignores the validation context (as a careless one might)."""
+
+    name = "loose"
+    model = "loose-v1"
+
+    def __init__(self) -> None:
+        from episodic.llm.base import Usage
+
+        self.usage = Usage()
+
+    def structured(self, messages: Any, response_model: Any, *, context: Any = None) -> Any:
+        return response_model.model_validate(
+            {
+                "facts": [
+                    {"text": "User lives in Paris", "support": [1]},
+                    {"text": "User owns a yacht", "support": [7]},
+                ]
+            }
+        )
+
+
+def test_facts_without_valid_support_are_dropped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        facts = extract_facts(_NoValidation(), [turn(1, "I live in Paris.")], now=NOW)
+    assert [f.text for f in facts] == ["User lives in Paris"]
+    assert "User owns a yacht" in caplog.text
+
+
+def test_no_turns_no_call() -> None:
+    assert extract_facts(OfflineProvider(), [], now=NOW) == []
