@@ -37,7 +37,9 @@ def _rt():  # type: ignore[no-untyped-def]
 @app.command()
 def ingest(
     path: Path,
-    fmt: str = typer.Option("auto", "--format", help="auto|jsonl|openai|anthropic|claude-code|locomo"),
+    fmt: str = typer.Option(
+        "auto", "--format", help="auto|jsonl|openai|anthropic|claude-code|locomo"
+    ),
     user: str | None = typer.Option(None, "--user", help="user id (overrides the source)"),
     stream: str | None = typer.Option(None, "--stream", help="stream id (overrides the source)"),
     as_json: bool = typer.Option(False, "--json"),
@@ -51,24 +53,43 @@ def ingest(
     rt = _rt()
     try:
         if as_json:
-            report = ingest_file(rt.raw, path, fmt, user_id=user, stream_id=stream,
-                                 max_turn_chars=rt.settings.max_turn_chars)
+            report = ingest_file(
+                rt.raw,
+                path,
+                fmt,
+                user_id=user,
+                stream_id=stream,
+                max_turn_chars=rt.settings.max_turn_chars,
+            )
         else:
             with Progress(console=err, transient=True) as bar:
                 job = bar.add_task(f"ingest {path.name}", total=max(1, path.stat().st_size))
                 report = ingest_file(
-                    rt.raw, path, fmt, user_id=user, stream_id=stream,
+                    rt.raw,
+                    path,
+                    fmt,
+                    user_id=user,
+                    stream_id=stream,
                     max_turn_chars=rt.settings.max_turn_chars,
-                    progress=lambda done, total: bar.update(job, completed=done, total=max(1, total)),
+                    progress=lambda done, total: bar.update(
+                        job, completed=done, total=max(1, total)
+                    ),
                 )
     except IngestError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
     rt.store.ensure_indexes()
     if as_json:
-        _json({"accepted": report.accepted, "duplicates": report.duplicates,
-               "rejected": report.rejected, "skipped_derived": report.skipped_derived,
-               "format": report.format, "streams": report.streams})
+        _json(
+            {
+                "accepted": report.accepted,
+                "duplicates": report.duplicates,
+                "rejected": report.rejected,
+                "skipped_derived": report.skipped_derived,
+                "format": report.format,
+                "streams": report.streams,
+            }
+        )
     else:
         console.print(
             f"[bold]{path}[/bold] ({report.format}): accepted [green]{report.accepted}[/green], "
@@ -113,24 +134,43 @@ def episodes(
     """List a user's episodes: turn range, why it was cut, salience, summary."""
     eps = _rt().episodes.list(user, stream)
     if as_json:
-        _json([
-            {"episode_id": e.episode_id, "stream_id": e.stream_id, "first_seq": e.first_seq,
-             "last_seq": e.last_seq, "n_turns": e.n_turns, "started_at": e.started_at,
-             "ended_at": e.ended_at, "reason": e.boundary_reason,
-             "boundary_score": round(e.boundary_score, 4), "salience": e.salience,
-             "salience_source": e.salience_source, "summary": e.summary,
-             "parent_episode_id": e.parent_episode_id, "status": e.status,
-             "signal_scores": e.signal_scores}
-            for e in eps
-        ])
+        _json(
+            [
+                {
+                    "episode_id": e.episode_id,
+                    "stream_id": e.stream_id,
+                    "first_seq": e.first_seq,
+                    "last_seq": e.last_seq,
+                    "n_turns": e.n_turns,
+                    "started_at": e.started_at,
+                    "ended_at": e.ended_at,
+                    "reason": e.boundary_reason,
+                    "boundary_score": round(e.boundary_score, 4),
+                    "salience": e.salience,
+                    "salience_source": e.salience_source,
+                    "summary": e.summary,
+                    "parent_episode_id": e.parent_episode_id,
+                    "status": e.status,
+                    "signal_scores": e.signal_scores,
+                }
+                for e in eps
+            ]
+        )
         return
     t = Table(title=f"episodes of {user}")
     for col in ("stream", "turns", "started", "reason", "score", "sal", "source", "summary"):
         t.add_column(col)
     for e in eps:
-        t.add_row(e.stream_id, f"{e.first_seq}-{e.last_seq}", f"{e.started_at:%Y-%m-%d %H:%M}",
-                  e.boundary_reason, f"{e.boundary_score:.2f}", str(e.salience or "-"),
-                  e.salience_source or "pending", e.summary[:70])
+        t.add_row(
+            e.stream_id,
+            f"{e.first_seq}-{e.last_seq}",
+            f"{e.started_at:%Y-%m-%d %H:%M}",
+            e.boundary_reason,
+            f"{e.boundary_score:.2f}",
+            str(e.salience or "-"),
+            e.salience_source or "pending",
+            e.summary[:70],
+        )
     console.print(t)
 
 
@@ -153,8 +193,13 @@ def facts(
     for col in ("fact_id", "status", "valid_from", "valid_to", "text"):
         t.add_column(col)
     for f in rows:
-        t.add_row(f.fact_id[:12], f.status, f"{f.valid_from:%Y-%m-%d %H:%M}",
-                  f"{f.valid_to:%Y-%m-%d %H:%M}" if f.valid_to else "", f.text)
+        t.add_row(
+            f.fact_id[:12],
+            f.status,
+            f"{f.valid_from:%Y-%m-%d %H:%M}",
+            f"{f.valid_to:%Y-%m-%d %H:%M}" if f.valid_to else "",
+            f.text,
+        )
     console.print(t)
 
 
@@ -166,7 +211,9 @@ def history(
 ) -> None:
     """Every ADD / UPDATE / DELETE / NOOP decision on a fact and its chain."""
     repo = _rt().facts
-    full = [f.fact_id for f in repo.list(user, include_inactive=True) if f.fact_id.startswith(fact_id)]
+    full = [
+        f.fact_id for f in repo.list(user, include_inactive=True) if f.fact_id.startswith(fact_id)
+    ]
     rows = repo.history(user, full[0] if len(full) == 1 else fact_id)
     if as_json:
         _json([h.model_dump() for h in rows])
@@ -175,8 +222,14 @@ def history(
     for col in ("at", "event", "old", "new", "episode", "decided_by"):
         t.add_column(col)
     for h in rows:
-        t.add_row(f"{h.at:%Y-%m-%d %H:%M:%S}", h.event, h.old_text or "", h.new_text or "",
-                  h.episode_id[:10], h.decided_by)
+        t.add_row(
+            f"{h.at:%Y-%m-%d %H:%M:%S}",
+            h.event,
+            h.old_text or "",
+            h.new_text or "",
+            h.episode_id[:10],
+            h.decided_by,
+        )
     console.print(t)
 
 
@@ -197,8 +250,11 @@ def search(
     from tasks.search import search as run_search
 
     try:
-        opts = SearchOptions(k=k, kinds=tuple(x.strip() for x in kinds.split(",") if x.strip()),
-                             weights=Weights(alpha=alpha, beta=beta, gamma=gamma))
+        opts = SearchOptions(
+            k=k,
+            kinds=tuple(x.strip() for x in kinds.split(",") if x.strip()),
+            weights=Weights(alpha=alpha, beta=beta, gamma=gamma),
+        )
         items = run_search(_rt(), user, query, opts)
     except ValueError as e:
         err.print(f"[red]error:[/red] {e}")
@@ -210,8 +266,14 @@ def search(
     for col in ("score", "kind", "recency", "importance", "similarity", "text"):
         t.add_column(col)
     for i in items:
-        t.add_row(f"{i.score:.3f}", i.kind, f"{i.recency:.2f}", f"{i.importance:.2f}",
-                  f"{i.similarity:.2f}", i.text[:80])
+        t.add_row(
+            f"{i.score:.3f}",
+            i.kind,
+            f"{i.recency:.2f}",
+            f"{i.importance:.2f}",
+            f"{i.similarity:.2f}",
+            i.text[:80],
+        )
     console.print(t)
 
 
@@ -276,14 +338,20 @@ def eval_locomo(
     t.add_column(f"R@{budget} turns")
     t.add_column("turns/unit")
     for name, m in res["methods"].items():
-        t.add_row(name, *[f"{m['recall_at_k'][str(kk)]:.3f}" for kk in res["ks"]],
-                  f"{m['recall_at_budget']:.3f}", f"{m['mean_turns_per_unit']:.1f}")
+        t.add_row(
+            name,
+            *[f"{m['recall_at_k'][str(kk)]:.3f}" for kk in res["ks"]],
+            f"{m['recall_at_budget']:.3f}",
+            f"{m['mean_turns_per_unit']:.1f}",
+        )
     console.print(t)
 
 
 @app.command()
 def bench(
-    name: str = typer.Argument(..., help="segment|pipeline|incremental|retrieval|memory|reference|all"),
+    name: str = typer.Argument(
+        ..., help="segment|pipeline|incremental|retrieval|memory|reference|all"
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Run a benchmark; prints its figures beside their targets."""
@@ -310,8 +378,10 @@ def reflect(
         _json(res)
     else:
         for uid, r in res.items():
-            console.print(f"{uid}: due={r['due']} pending salience={r['pending_salience']:.0f} "
-                          f"written={r.get('written', 0)}")
+            console.print(
+                f"{uid}: due={r['due']} pending salience={r['pending_salience']:.0f} "
+                f"written={r.get('written', 0)}"
+            )
 
 
 @app.command()
@@ -328,8 +398,10 @@ def maintain(
     else:
         console.print(f"decayed {res['decayed']}, archived {res['archived']}")
         for row in res["tables"]:
-            console.print(f"  {row['table']:16} rows {row['rows']:>7}  versions {row['versions']}"
-                          f"  fragments {row['fragments']}")
+            console.print(
+                f"  {row['table']:16} rows {row['rows']:>7}  versions {row['versions']}"
+                f"  fragments {row['fragments']}"
+            )
 
 
 # commands that live in their own modules

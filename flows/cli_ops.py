@@ -2,9 +2,98 @@
 
 from __future__ import annotations
 
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err = Console(stderr=True)
+
+
+def _json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def status(
+    user: str | None = typer.Option(None, "--user", help="only this user's streams"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Per user and stream: raw turns, watermark, lag, open episode, last run."""
+    from flows.status import human_age, stream_status
+    from tasks.runtime import get_runtime
+
+    rows = stream_status(get_runtime(), user)
+    if as_json:
+        _json([r.as_dict() for r in rows])
+        return
+    if not rows:
+        console.print("no streams yet: `episodic ingest FILE` or `episodic demo`")
+        return
+    t = Table(title="streams")
+    for col in ("user", "stream", "raw turns", "watermark", "lag turns", "oldest waiting",
+                "open turns", "episodes", "last run", "state"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.user_id, r.stream_id, str(r.raw_turns), str(r.watermark),
+                  str(r.unprocessed_turns), human_age(r.oldest_unprocessed_age_s),
+                  str(r.open_episode_turns), str(r.episodes), r.last_run or "-",
+                  r.last_run_state or "-")
+    console.print(t)
+
+
+def plot(
+    user: str = typer.Option(..., "--user"),
+    stream: str | None = typer.Option(None, "--stream", help="default: the user's busiest"),
+    out: Path | None = typer.Option(
+        None, "--out", help="PNG to write (default: the user's latest picture under EPISODIC_HOME)"
+    ),
+) -> None:
+    """Draw a stream over time: turns, signal scores against thresholds, cuts and reasons."""
+    import shutil
+
+    from flows.plot import PlotError, latest_path, plot_stream
+    from tasks.runtime import get_runtime
+
+    rt = get_runtime()
+    latest = latest_path(rt.settings.home, user)
+    target = out or latest
+    try:
+        tl = plot_stream(rt, user, stream, target)
+    except PlotError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    if target != latest:  # the consolidate artifact names the latest picture
+        latest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(target, latest)
+    console.print(f"{target}: stream {tl.stream_id}, {len(tl.turns)} turns, "
+                  f"{len(tl.episodes)} episodes, {len(tl.cuts)} cuts")
+
+
+def serve(
+    limit: int | None = typer.Option(None, "--limit", help="most flow runs at once"),
+) -> None:
+    """Serve consolidate, reflect, maintain and ingest with their schedules (Ctrl-C stops)."""
+    from deployments.serve import SCHEDULES, serve_all
+
+    # Prefect's runner handles SIGTERM itself once started; before that, exit quietly
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    err.print("serving " + ", ".join(f"{n} ({c or 'by hand'})" for n, c in SCHEDULES.items()))
+    err.print("trigger one: prefect deployment run 'consolidate/consolidate'; stop: Ctrl-C")
+    try:
+        serve_all(limit=limit)
+    except KeyboardInterrupt:
+        pass
+    err.print("episodic serve: stopped, schedules paused")
 
 
 def register(app: typer.Typer) -> None:
     """Add the operator commands to `app`."""
-    return None
+    app.command()(status)
+    app.command()(plot)
+    app.command()(serve)

@@ -37,17 +37,40 @@ def consolidate_user(user_id: str, streams: list[tuple[str, int]], flush: bool) 
     with user_lease(rt.store.uri, user_id) as waited:
         if waited:
             logger.info("waited for another consolidation of this user to finish")
-        polls = [segment_stream(user_id, s, head, flush) for s, head in streams]
-        new_ids = [e for p in polls for e in p["episodes"]]
-        pending = [e.episode_id for e in rt.episodes.unscored(user_id)]
-        ids = list(dict.fromkeys(new_ids + pending))
-        futures = [
-            score_salience.submit(user_id, ids[i : i + SALIENCE_CHUNK], n=len(ids[i : i + SALIENCE_CHUNK]))
-            for i in range(0, len(ids), SALIENCE_CHUNK)
-        ]
-        scored = [f.result() for f in futures]
-        facts = merge_facts(user_id)
-        reflection = maybe_reflect_user(user_id)
+        try:
+            return _consolidate_leased(user_id, streams, flush)
+        except BaseException:
+            _mark_run(user_id, streams, "Failed")
+            raise
+
+
+def _mark_run(user_id: str, streams: list[tuple[str, int]], state: str) -> None:
+    """Name this run and its state on each stream it touched (`episodic status`)."""
+    from prefect.runtime import flow_run
+
+    rt = get_runtime()
+    name = str(flow_run.name or "")
+    for s, _ in streams:
+        try:
+            rt.checkpoints.mark_run(user_id, s, name, state)
+        except Exception as e:  # bookkeeping must not fail the run
+            get_run_logger().warning("could not record the run on %s: %s", s, e)
+
+
+def _consolidate_leased(user_id: str, streams: list[tuple[str, int]], flush: bool) -> dict[str, Any]:
+    rt = get_runtime()
+    polls = [segment_stream(user_id, s, head, flush) for s, head in streams]
+    new_ids = [e for p in polls for e in p["episodes"]]
+    pending = [e.episode_id for e in rt.episodes.unscored(user_id)]
+    ids = list(dict.fromkeys(new_ids + pending))
+    futures = [
+        score_salience.submit(user_id, ids[i : i + SALIENCE_CHUNK], n=len(ids[i : i + SALIENCE_CHUNK]))
+        for i in range(0, len(ids), SALIENCE_CHUNK)
+    ]
+    scored = [f.result() for f in futures]
+    facts = merge_facts(user_id)
+    reflection = maybe_reflect_user(user_id)
+    _mark_run(user_id, streams, "Completed")
     return {"polls": polls, "salience": scored, "facts": facts, "reflection": reflection}
 
 
@@ -74,7 +97,9 @@ def consolidate(user: str | None = None, flush: bool = False) -> dict[str, Any]:
     usage = {k: v - usage_before.get(k, 0) for k, v in rt.provider.usage.as_dict().items()}
     summary = summarise(by_user, usage, time.monotonic() - started, began)
     logger.info(
-        "consolidated %d turns into %d episodes", summary["turns_processed"], summary["episodes_closed"]
+        "consolidated %d turns into %d episodes",
+        summary["turns_processed"],
+        summary["episodes_closed"],
     )
     publish_markdown("consolidate-report", consolidate_markdown(summary), "Consolidation run")
     return summary

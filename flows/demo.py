@@ -28,7 +28,8 @@ def run_demo(console: Console) -> dict[str, object]:
         f"\n[bold]1. ingest[/bold] {SAMPLE.name}: accepted {rep.accepted}, duplicates "
         f"{rep.duplicates} (a rerun adds nothing), rejected {rep.rejected}"
     )
-    summary = consolidate(user=USER)
+    # the sample is a finished replay: flush closes its trailing episode too
+    summary = consolidate(user=USER, flush=True)
     rt.store.ensure_indexes()
     console.print(
         f"\n[bold]2. consolidate[/bold]: {summary['turns_processed']} new turns, "
@@ -37,32 +38,52 @@ def run_demo(console: Console) -> dict[str, object]:
     )
     eps = rt.episodes.list(USER)
     t = Table(title="3. episodes (why each was cut, how salient)")
-    for col in ("stream", "turns", "started (UTC)", "cut by", "salience", "summary"):
-        t.add_column(col)
+    for col in ("stream", "turns", "started (UTC)", "cut by", "salience"):
+        t.add_column(col, no_wrap=True)
+    t.add_column("summary", no_wrap=True, overflow="ellipsis", max_width=60)
     for e in eps:
-        t.add_row(e.stream_id, f"{e.first_seq}-{e.last_seq}", f"{e.started_at:%m-%d %H:%M}",
-                  e.boundary_reason, str(e.salience or "-"), e.summary[:60])
+        t.add_row(
+            e.stream_id,
+            f"{e.first_seq}-{e.last_seq}",
+            f"{e.started_at:%m-%d %H:%M}",
+            e.boundary_reason,
+            str(e.salience or "-"),
+            e.summary[:60],
+        )
     console.print(t)
     facts = rt.facts.list(USER, include_inactive=True)
     ft = Table(title="4. facts (superseded and deleted rows are kept)")
-    for col in ("status", "valid from", "valid to", "text"):
-        ft.add_column(col)
+    for col in ("status", "valid from", "valid to"):
+        ft.add_column(col, no_wrap=True)
+    ft.add_column("text", overflow="fold")
     for f in facts:
-        ft.add_row(f.status, f"{f.valid_from:%Y-%m-%d}", f"{f.valid_to:%Y-%m-%d}" if f.valid_to else "",
-                   f.text)
+        ft.add_row(
+            f.status,
+            f"{f.valid_from:%Y-%m-%d}",
+            f"{f.valid_to:%Y-%m-%d}" if f.valid_to else "",
+            f.text,
+        )
     console.print(ft)
     from tasks.search import SearchOptions, search
 
     hits = search(rt, USER, "where does the user live", SearchOptions(k=3))
-    st = Table(title="5. search 'where does the user live' (score = recency + importance + similarity)")
-    for col in ("score", "kind", "rec", "imp", "sim", "text"):
-        st.add_column(col)
+    st = Table(
+        title="5. search 'where does the user live' (score = recency + importance + similarity)"
+    )
+    for col in ("score", "kind", "rec", "imp", "sim"):
+        st.add_column(col, no_wrap=True)
+    st.add_column("text", no_wrap=True, overflow="ellipsis", max_width=60)
     for h in hits:
-        st.add_row(f"{h.score:.2f}", h.kind, f"{h.recency:.2f}", f"{h.importance:.2f}",
-                   f"{h.similarity:.2f}", h.text[:70])
+        st.add_row(
+            f"{h.score:.2f}",
+            h.kind,
+            f"{h.recency:.2f}",
+            f"{h.importance:.2f}",
+            f"{h.similarity:.2f}",
+            h.text[:70],
+        )
     console.print(st)
     console.print(
-        f"\nopen turns still buffered (closed once idle): {summary['open_turns']}\n"
         "next: `episodic search QUERY --user demo`, `episodic facts --user demo --all`, "
         "`episodic status`"
     )

@@ -16,7 +16,8 @@ from tasks.runtime import get_runtime
 def ingest(path: str, format: str = "auto", user: str | None = None) -> dict[str, Any]:
     """Append a transcript file to the immutable raw log (idempotent)."""
     rt = get_runtime()
-    report = ingest_file(rt.raw, Path(path), format, user_id=user,
-                         max_turn_chars=rt.settings.max_turn_chars)
+    report = ingest_file(
+        rt.raw, Path(path), format, user_id=user, max_turn_chars=rt.settings.max_turn_chars
+    )
     rt.store.ensure_indexes()
     return report.as_dict()

@@ -40,7 +40,10 @@ def maintain(
         changed.extend(decay_task(uid, tau_hours, floor))
     tables = upkeep_task(keep_versions_hours)
     archived = sum(1 for r in changed if r["action"] == "archived")
-    publish_table("maintain-decay", changed[:500] or [{"action": "nothing decayed"}],
-                  f"{len(changed)} items decayed, {archived} archived")
+    publish_table(
+        "maintain-decay",
+        changed[:500] or [{"action": "nothing decayed"}],
+        f"{len(changed)} items decayed, {archived} archived",
+    )
     publish_table("maintain-tables", tables, "compaction and version cleanup")
     return {"decayed": len(changed) - archived, "archived": archived, "tables": tables}

@@ -3,6 +3,7 @@ then enriched in place with salience, facts state and recall statistics."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -39,7 +40,7 @@ class Episodes:
         if not changes:
             return 0
         ids = list(changes)
-        existing = {e.episode_id for e in self.by_ids(user_id, ids)}
+        existing = self._existing_ids(user_id, ids)
         cols: set[str] = set()
         for ch in changes.values():
             cols.update(ch)
@@ -74,7 +75,7 @@ class Episodes:
         *,
         where: Any = None,
         limit: int = MAX_ROWS,
-    ) -> list[Episode]:
+    ) -> builtins.list[Episode]:
         cond = filters.user(user_id) if stream_id is None else filters.stream(user_id, stream_id)
         if where is not None:
             cond = cond & where
@@ -83,9 +84,9 @@ class Episodes:
         eps.sort(key=lambda e: (e.stream_id, e.first_seq))
         return eps
 
-    def by_ids(self, user_id: str, ids: Iterable[str]) -> list[Episode]:
+    def by_ids(self, user_id: str, ids: Iterable[str]) -> builtins.list[Episode]:
         ids = list(ids)
-        out: list[Episode] = []
+        out: builtins.list[Episode] = []
         for i in range(0, len(ids), 1000):
             chunk = ids[i : i + 1000]
             rows = (
@@ -97,16 +98,31 @@ class Episodes:
             out.extend(self._from_row(r) for r in rows)
         return out
 
-    def unscored(self, user_id: str, limit: int = 10_000) -> list[Episode]:
+    def _existing_ids(self, user_id: str, ids: list[str]) -> set[str]:
+        """Ids of this user's stored episodes; reads one column, not the rows."""
+        found: set[str] = set()
+        for i in range(0, len(ids), 1000):
+            chunk = ids[i : i + 1000]
+            tbl = (
+                self.table.search()
+                .where(filters.user_in(user_id, "episode_id", chunk))
+                .select(["episode_id"])
+                .limit(len(chunk) + 1)
+                .to_arrow()
+            )
+            found.update(tbl["episode_id"].to_pylist())
+        return found
+
+    def unscored(self, user_id: str, limit: int = 10_000) -> builtins.list[Episode]:
         return self.list(user_id, where=filters.eq("salience_source", ""), limit=limit)
 
-    def facts_pending(self, user_id: str, limit: int = 10_000) -> list[Episode]:
+    def facts_pending(self, user_id: str, limit: int = 10_000) -> builtins.list[Episode]:
         cond = (filters.eq("facts_state", "") | filters.eq("facts_state", "planned")) & (
             filters.eq("status", "closed")
         )
         return self.list(user_id, where=cond, limit=limit)
 
-    def users(self) -> list[str]:
+    def users(self) -> builtins.list[str]:
         rows = self.table.search().select(["user_id"]).limit(MAX_ROWS).to_arrow()
         return sorted(set(rows["user_id"].to_pylist())) if rows.num_rows else []
 

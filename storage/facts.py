@@ -3,6 +3,7 @@ old row's validity; nothing is ever erased. Every decision has a history row."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,7 +33,7 @@ class PlannedFact:
     new_text: str | None
     valid_from: datetime
     decided_by: str
-    vector: list[float]
+    vector: builtins.list[float]
     importance: float = 5.0
 
     def as_json(self) -> dict[str, Any]:
@@ -78,7 +79,7 @@ class Facts:
         self.history_table = store.table("fact_history")
 
     # ---- reads --------------------------------------------------------
-    def list(self, user_id: str, *, include_inactive: bool = False) -> list[Fact]:
+    def list(self, user_id: str, *, include_inactive: bool = False) -> builtins.list[Fact]:
         cond = filters.user(user_id)
         if not include_inactive:
             cond = cond & filters.eq("status", "active")
@@ -87,7 +88,7 @@ class Facts:
         out.sort(key=lambda f: (f.valid_from, f.created_at, f.fact_id))
         return out
 
-    def as_of(self, user_id: str, when: datetime) -> list[Fact]:
+    def as_of(self, user_id: str, when: datetime) -> builtins.list[Fact]:
         """What we believed was true at event time `when`."""
         return [
             f
@@ -95,7 +96,7 @@ class Facts:
             if f.valid_from <= when and (f.valid_to is None or when < f.valid_to)
         ]
 
-    def by_ids(self, user_id: str, ids: Sequence[str]) -> list[Fact]:
+    def by_ids(self, user_id: str, ids: Sequence[str]) -> builtins.list[Fact]:
         if not ids:
             return []
         rows = (
@@ -108,11 +109,11 @@ class Facts:
 
     def candidates(
         self, user_id: str, text: str, vec: np.ndarray | None, k: int = 5
-    ) -> list[tuple[Fact, float]]:
+    ) -> builtins.list[tuple[Fact, float]]:
         """Top-k active facts of this user by vector and by full text, fused by
         reciprocal rank. Returns (fact, cosine similarity)."""
         cond = filters.user(user_id) & filters.eq("status", "active")
-        ranked: list[list[str]] = []
+        ranked: builtins.list[list[str]] = []
         by_id: dict[str, Fact] = {}
         if vec is not None and np.any(vec):
             rows = (
@@ -150,7 +151,7 @@ class Facts:
             out.append((f, sim))
         return out
 
-    def history(self, user_id: str, fact_id: str) -> list[FactHistory]:
+    def history(self, user_id: str, fact_id: str) -> builtins.list[FactHistory]:
         """Every decision that touched this fact or the chain it belongs to."""
         chain = {fact_id}
         for f in self.list(user_id, include_inactive=True):
@@ -175,7 +176,7 @@ class Facts:
             seen[r["history_id"]] = self._history_from_row(r)
         return sorted(seen.values(), key=lambda h: (h.at, h.history_id))
 
-    def all_history(self, user_id: str) -> list[FactHistory]:
+    def all_history(self, user_id: str) -> builtins.list[FactHistory]:
         rows = self.history_table.search().where(filters.user(user_id)).limit(MAX_ROWS).to_list()
         return sorted((self._history_from_row(r) for r in rows), key=lambda h: (h.at, h.history_id))
 
@@ -186,9 +187,9 @@ class Facts:
         """Apply a plan. Idempotent: ids are derived from (episode, index), so a
         rerun after a crash inserts nothing twice and repeats the same updates."""
         counts = {"ADD": 0, "UPDATE": 0, "DELETE": 0, "NOOP": 0}
-        new_rows: list[dict[str, Any]] = []
-        hist_rows: list[dict[str, Any]] = []
-        closes: list[tuple[str, str, datetime]] = []  # (fact_id, status, valid_to)
+        new_rows: builtins.list[dict[str, Any]] = []
+        hist_rows: builtins.list[dict[str, Any]] = []
+        closes: builtins.list[tuple[str, str, datetime]] = []  # (fact_id, status, valid_to)
         for p in plan:
             counts[p.event] += 1
             fid = new_fact_id(user_id, episode_id, p.index)
@@ -244,7 +245,9 @@ class Facts:
             )
         return counts
 
-    def _close(self, user_id: str, closes: list[tuple[str, str, datetime]], now: datetime) -> None:
+    def _close(
+        self, user_id: str, closes: builtins.list[tuple[str, str, datetime]], now: datetime
+    ) -> None:
         current = {f.fact_id: f for f in self.by_ids(user_id, [c[0] for c in closes])}
         rows = []
         for fid, status, valid_to in closes:
@@ -273,7 +276,11 @@ class Facts:
         full = facts_schema(self.store.dim)
         schema = pa.schema([full.field(c) for c in ("fact_id", "recall_count", "last_recalled_at")])
         rows = [
-            {"fact_id": f.fact_id, "recall_count": f.recall_count + 1, "last_recalled_at": to_naive(now)}
+            {
+                "fact_id": f.fact_id,
+                "recall_count": f.recall_count + 1,
+                "last_recalled_at": to_naive(now),
+            }
             for f in facts
         ]
         self.table.merge_insert("fact_id").when_matched_update_all().execute(

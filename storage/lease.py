@@ -17,7 +17,9 @@ from episodic.models import stable_id
 
 class LeaseBusy(EpisodicError):
     def __init__(self, user_id_hash: str, waited_s: float) -> None:
-        super().__init__(f"another consolidation holds user {user_id_hash} (waited {waited_s:.0f}s)")
+        super().__init__(
+            f"another consolidation holds user {user_id_hash} (waited {waited_s:.0f}s)"
+        )
         self.user_id_hash = user_id_hash
         self.waited_s = waited_s
 

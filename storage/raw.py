@@ -102,11 +102,7 @@ class RawLog:
                 }
             )
         data = pa.Table.from_pylist(rows, schema=raw_schema())
-        (
-            self.turns.merge_insert("turn_id")
-            .when_not_matched_insert_all()
-            .execute(data)
-        )
+        (self.turns.merge_insert("turn_id").when_not_matched_insert_all().execute(data))
         self._write_heads(new_heads.values())
         result.accepted = len(rows)
         result.turn_ids = [str(r["turn_id"]) for r in rows]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -47,14 +48,14 @@ class Reflections:
         res = self.table.merge_insert("reflection_id").when_not_matched_insert_all().execute(data)
         return int(res.num_inserted_rows)
 
-    def list(self, user_id: str, *, include_archived: bool = False) -> list[Reflection]:
+    def list(self, user_id: str, *, include_archived: bool = False) -> builtins.list[Reflection]:
         cond = filters.user(user_id)
         if not include_archived:
             cond = cond & filters.eq("status", "active")
         rows = self.table.search().where(cond).limit(MAX_ROWS).to_list()
         return sorted((self._from_row(r) for r in rows), key=lambda r: r.created_at)
 
-    def by_ids(self, user_id: str, ids: Sequence[str]) -> list[Reflection]:
+    def by_ids(self, user_id: str, ids: Sequence[str]) -> builtins.list[Reflection]:
         if not ids:
             return []
         rows = (
@@ -90,8 +91,14 @@ class Reflections:
 
     def mark_reflected(self, user_id: str, at: datetime) -> None:
         data = pa.Table.from_pylist(
-            [{"user_id": user_id, "last_reflected_at": to_naive(at), "pending_salience": 0.0,
-              "version": 0}],
+            [
+                {
+                    "user_id": user_id,
+                    "last_reflected_at": to_naive(at),
+                    "pending_salience": 0.0,
+                    "version": 0,
+                }
+            ],
             schema=marks_schema(),
         )
         (

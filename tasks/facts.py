@@ -33,7 +33,9 @@ class FactBatch:
 
 def plan_episode(rt: Runtime, e: Episode, now: datetime) -> list[PlannedFact]:
     turns = rt.raw.by_ids(e.user_id, e.turn_ids)
-    views = [FactTurn(turn_id=t.turn_id, role=t.role, text=t.text, event_ts=t.event_ts) for t in turns]
+    views = [
+        FactTurn(turn_id=t.turn_id, role=t.role, text=t.text, event_ts=t.event_ts) for t in turns
+    ]
     new_facts = extract_facts(rt.provider, views, now=now)
     if not new_facts:
         return []
@@ -72,29 +74,52 @@ def plan_episode(rt: Runtime, e: Episode, now: datetime) -> list[PlannedFact]:
     return plan
 
 
-def merge_episode(rt: Runtime, e: Episode, now: datetime) -> Counter[str]:
+def merge_episode(
+    rt: Runtime, e: Episode, now: datetime, done: dict[str, str] | None = None
+) -> Counter[str]:
+    """Plan (or replay the saved plan), persist, apply, mark done.
+
+    With `done` given, the done mark is deferred into it (episode id -> plan
+    JSON) and written with the next plan or by `flush_done`: one episode write
+    per episode that has facts instead of two per episode. Deferring is safe
+    because applying a saved plan is idempotent: a crash before the mark lands
+    replays the plan. An empty plan is not persisted at all: there is nothing
+    to apply, and a crash simply plans that episode again."""
     if e.facts_state == "planned" and e.fact_plan:
-        plan = [PlannedFact.from_json(d) for d in json.loads(e.fact_plan)]
+        plan_json = e.fact_plan
+        plan = [PlannedFact.from_json(d) for d in json.loads(plan_json)]
     else:
         plan = plan_episode(rt, e, now)
-        rt.episodes.update(
-            e.user_id,
-            {
-                e.episode_id: {
-                    "facts_state": "planned",
-                    "fact_plan": json.dumps([p.as_json() for p in plan]),
-                }
-            },
-        )
-        crashpoint("after_fact_plan")
-    rt.facts.apply(e.user_id, e.episode_id, plan, now)
-    crashpoint("after_fact_apply")
-    rt.episodes.update(e.user_id, {e.episode_id: {"facts_state": "done"}})
+        plan_json = json.dumps([p.as_json() for p in plan])
+        if plan:
+            changes = _done_changes(done)
+            changes[e.episode_id] = {"facts_state": "planned", "fact_plan": plan_json}
+            rt.episodes.update(e.user_id, changes)
+            if done:
+                done.clear()
+            crashpoint("after_fact_plan")
+    if plan:
+        rt.facts.apply(e.user_id, e.episode_id, plan, now)
+        crashpoint("after_fact_apply")
+    if done is None:
+        rt.episodes.update(e.user_id, {e.episode_id: {"facts_state": "done", "fact_plan": plan_json}})
+    else:
+        done[e.episode_id] = plan_json
     counts: Counter[str] = Counter()
     for p in plan:
         counts[p.event] += 1
         counts[f"by:{p.decided_by}"] += 1
     return counts
+
+
+def _done_changes(done: dict[str, str] | None) -> dict[str, dict[str, object]]:
+    return {eid: {"facts_state": "done", "fact_plan": pj} for eid, pj in (done or {}).items()}
+
+
+def flush_done(rt: Runtime, user_id: str, done: dict[str, str]) -> None:
+    if done:
+        rt.episodes.update(user_id, _done_changes(done))
+        done.clear()
 
 
 def merge_pending(rt: Runtime, user_id: str, now: datetime | None = None) -> FactBatch:
@@ -105,12 +130,17 @@ def merge_pending(rt: Runtime, user_id: str, now: datetime | None = None) -> Fac
     with rt.lock_for(user_id):
         pending = rt.episodes.facts_pending(user_id)
         pending.sort(key=lambda e: (e.started_at, e.stream_id, e.first_seq))
-        for e in pending:
-            counts = merge_episode(rt, e, now)
-            out.episodes += 1
-            for k, n in counts.items():
-                if k.startswith("by:"):
-                    out.decided_by[k[3:]] += n
-                else:
-                    out.events[k] += n
+        done: dict[str, str] = {}
+        try:
+            for e in pending:
+                counts = merge_episode(rt, e, now, done)
+                out.episodes += 1
+                for k, n in counts.items():
+                    if k.startswith("by:"):
+                        out.decided_by[k[3:]] += n
+                    else:
+                        out.events[k] += n
+        finally:
+            # episodes finished before an error are really done: keep that
+            flush_done(rt, user_id, done)
     return out

@@ -32,7 +32,10 @@ def decay_user(
     changes = plan_decay(items, now, policy)
     update: dict[str, dict[str, Any]] = {}
     for c in changes:
-        update[c.item_id] = {"strength": c.new_strength, "status": "archived" if c.archive else "closed"}
+        update[c.item_id] = {
+            "strength": c.new_strength,
+            "status": "archived" if c.archive else "closed",
+        }
         rows.append(
             {
                 "user": user_id,

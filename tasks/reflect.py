@@ -117,7 +117,10 @@ def reflect_user(
     items = list(made.values())
     if items:
         vecs = rt.embedder.embed([r.text for r in items])
-        items = [r.model_copy(update={"vector": [float(x) for x in v]}) for r, v in zip(items, vecs, strict=True)]
+        items = [
+            r.model_copy(update={"vector": [float(x) for x in v]})
+            for r, v in zip(items, vecs, strict=True)
+        ]
         run.written = rt.reflections.write(items)
     rt.reflections.mark_reflected(user_id, now)
     return run

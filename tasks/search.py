@@ -55,7 +55,9 @@ def _candidates(
         rows[r[_ID[kind]]] = r
     if query.strip() and rt.store.has_fts(_TABLE[kind]):
         try:
-            text_hits = tbl.search(query, query_type="fts").where(cond, prefilter=True).limit(n).to_list()
+            text_hits = (
+                tbl.search(query, query_type="fts").where(cond, prefilter=True).limit(n).to_list()
+            )
         except (ValueError, RuntimeError):
             text_hits = []
         for r in text_hits:
@@ -73,7 +75,9 @@ def _importance(kind: str, r: dict[str, Any], now: datetime, tau_hours: float) -
     last = to_aware(r.get("last_recalled_at")) or to_aware(r["closed_at"]) or now
     dt = max(0.0, (now - last).total_seconds() / 3600.0)
     recalls = int(r.get("recall_count") or 0)
-    return effective_salience(float(r.get("salience") or 0), retention(dt, recalls, tau_hours), recalls)
+    return effective_salience(
+        float(r.get("salience") or 0), retention(dt, recalls, tau_hours), recalls
+    )
 
 
 def _last_access(kind: str, r: dict[str, Any], now: datetime) -> datetime:
@@ -110,7 +114,9 @@ def search(
                     recall_count=int(r.get("recall_count") or 0),
                 )
             )
-    ranked = rank(cands, now=now, weights=opts.weights, half_life_hours=opts.half_life_hours, k=opts.k)
+    ranked = rank(
+        cands, now=now, weights=opts.weights, half_life_hours=opts.half_life_hours, k=opts.k
+    )
     if opts.record and ranked:
         record_recall(rt, user_id, ranked, now)
     return ranked
@@ -135,13 +141,19 @@ def record_recall(rt: Runtime, user_id: str, items: Sequence[ScoredItem], now: d
         )
         data = pa.Table.from_pylist(
             [
-                {_ID[kind]: r[_ID[kind]], "recall_count": int(r["recall_count"] or 0) + 1,
-                 "last_recalled_at": to_naive(now)}
+                {
+                    _ID[kind]: r[_ID[kind]],
+                    "recall_count": int(r["recall_count"] or 0) + 1,
+                    "last_recalled_at": to_naive(now),
+                }
                 for r in rows
             ],
             schema=pa.schema(
-                [(_ID[kind], pa.string()), ("recall_count", pa.int64()),
-                 ("last_recalled_at", pa.timestamp("us"))]
+                [
+                    (_ID[kind], pa.string()),
+                    ("recall_count", pa.int64()),
+                    ("last_recalled_at", pa.timestamp("us")),
+                ]
             ),
         )
         tbl.merge_insert(_ID[kind]).when_matched_update_all().execute(data)

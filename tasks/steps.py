@@ -16,7 +16,9 @@ from tasks.runtime import get_runtime
 
 
 @task(name="segment-stream", task_run_name="segment-{stream_id}", cache_policy=NO_CACHE)
-def segment_stream(user_id: str, stream_id: str, head_seq: int, flush: bool = False) -> dict[str, Any]:
+def segment_stream(
+    user_id: str, stream_id: str, head_seq: int, flush: bool = False
+) -> dict[str, Any]:
     rt = get_runtime()
     poll = segment_steps.poll_stream(rt, user_id, stream_id, head_seq=head_seq, flush=flush)
     return {
@@ -28,7 +30,9 @@ def segment_stream(user_id: str, stream_id: str, head_seq: int, flush: bool = Fa
         "by_reason": dict(poll.by_reason),
         "open_turns": poll.open_turns,
         "watermark": poll.watermark,
-        "oldest_unprocessed": poll.oldest_unprocessed.isoformat() if poll.oldest_unprocessed else None,
+        "oldest_unprocessed": poll.oldest_unprocessed.isoformat()
+        if poll.oldest_unprocessed
+        else None,
     }
 
 

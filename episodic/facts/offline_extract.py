@@ -50,7 +50,11 @@ from episodic.facts.types import FactTurn
 
 MAX_FACT_CHARS = 200
 
-_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+|,?\s+(?=(?:and|but|so) (?:i|i'm|we|my|our)\b)", re.I)
+_SPLIT = re.compile(
+    r"(?<=[.!?;])\s+|\n+|,?\s+(?=(?:and|but|so) (?:i|i'm|we|my|our)\b)"
+    r"|,\s+(?=(?:i|i'm|we|my|our)\s)",
+    re.I,
+)
 _LEAD_IN = re.compile(
     r"^(?:(?:so|well|also|actually|btw|by the way|oh|and|but|anyway|fyi|hey|hi|ok|okay|"
     r"yeah|yes|no|sure|right|true|honestly|just so you know|for context|for the record|"
@@ -104,8 +108,17 @@ _I = r"i(?:'m| am)"
 _WE = r"(?:we|our team|the team)"
 
 
+# a trailing clause is context, not part of the fact ("..., so schedule ...")
+_TAIL = re.compile(
+    r",\s*(?:so|because|but|which|since|and|as)\b.*$"
+    r"|\s+(?:and|but) (?:he|she|it|they|we|i|i'm)\b.*$"
+    r"|\s+(?:because|since|so that)\b.*$",
+    re.I,
+)
+
+
 def _obj(m: re.Match[str], group: str = "x") -> str | None:
-    x = _shift(m[group])
+    x = _shift(_TAIL.sub("", m[group]))
     return None if not x or _EMPTY_OBJECT.match(x) else x
 
 

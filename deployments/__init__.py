@@ -1,0 +1,1 @@
+"""Prefect deployments: prefect.yaml (work pool) and serve.py (one process)."""
