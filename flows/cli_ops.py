@@ -36,14 +36,32 @@ def status(
         console.print("no streams yet: `episodic ingest FILE` or `episodic demo`")
         return
     t = Table(title="streams")
-    for col in ("user", "stream", "raw turns", "watermark", "lag turns", "oldest waiting",
-                "open turns", "episodes", "last run", "state"):
+    for col in (
+        "user",
+        "stream",
+        "raw turns",
+        "watermark",
+        "lag turns",
+        "oldest waiting",
+        "open turns",
+        "episodes",
+        "last run",
+        "state",
+    ):
         t.add_column(col)
     for r in rows:
-        t.add_row(r.user_id, r.stream_id, str(r.raw_turns), str(r.watermark),
-                  str(r.unprocessed_turns), human_age(r.oldest_unprocessed_age_s),
-                  str(r.open_episode_turns), str(r.episodes), r.last_run or "-",
-                  r.last_run_state or "-")
+        t.add_row(
+            r.user_id,
+            r.stream_id,
+            str(r.raw_turns),
+            str(r.watermark),
+            str(r.unprocessed_turns),
+            human_age(r.oldest_unprocessed_age_s),
+            str(r.open_episode_turns),
+            str(r.episodes),
+            r.last_run or "-",
+            r.last_run_state or "-",
+        )
     console.print(t)
 
 
@@ -57,11 +75,12 @@ def plot(
     """Draw a stream over time: turns, signal scores against thresholds, cuts and reasons."""
     import shutil
 
-    from flows.plot import PlotError, latest_path, plot_stream
+    from flows.plot import PlotError, plot_stream
+    from flows.status import latest_plot_path
     from tasks.runtime import get_runtime
 
     rt = get_runtime()
-    latest = latest_path(rt.settings.home, user)
+    latest = latest_plot_path(rt.settings.home, user)
     target = out or latest
     try:
         tl = plot_stream(rt, user, stream, target)
@@ -71,8 +90,10 @@ def plot(
     if target != latest:  # the consolidate artifact names the latest picture
         latest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(target, latest)
-    console.print(f"{target}: stream {tl.stream_id}, {len(tl.turns)} turns, "
-                  f"{len(tl.episodes)} episodes, {len(tl.cuts)} cuts")
+    console.print(
+        f"{target}: stream {tl.stream_id}, {len(tl.turns)} turns, "
+        f"{len(tl.episodes)} episodes, {len(tl.cuts)} cuts"
+    )
 
 
 def serve(

@@ -57,14 +57,18 @@ def _mark_run(user_id: str, streams: list[tuple[str, int]], state: str) -> None:
             get_run_logger().warning("could not record the run on %s: %s", s, e)
 
 
-def _consolidate_leased(user_id: str, streams: list[tuple[str, int]], flush: bool) -> dict[str, Any]:
+def _consolidate_leased(
+    user_id: str, streams: list[tuple[str, int]], flush: bool
+) -> dict[str, Any]:
     rt = get_runtime()
     polls = [segment_stream(user_id, s, head, flush) for s, head in streams]
     new_ids = [e for p in polls for e in p["episodes"]]
     pending = [e.episode_id for e in rt.episodes.unscored(user_id)]
     ids = list(dict.fromkeys(new_ids + pending))
     futures = [
-        score_salience.submit(user_id, ids[i : i + SALIENCE_CHUNK], n=len(ids[i : i + SALIENCE_CHUNK]))
+        score_salience.submit(
+            user_id, ids[i : i + SALIENCE_CHUNK], n=len(ids[i : i + SALIENCE_CHUNK])
+        )
         for i in range(0, len(ids), SALIENCE_CHUNK)
     ]
     scored = [f.result() for f in futures]
@@ -81,10 +85,11 @@ def maybe_reflect_user(user_id: str) -> dict[str, Any] | None:
 
 
 @flow(name="consolidate", flow_run_name=from_params("consolidate"), log_prints=True)
-def consolidate(user: str | None = None, flush: bool = False) -> dict[str, Any]:
+def consolidate(user: str | None = None, flush: bool = False, plot: bool = False) -> dict[str, Any]:
     """Segment new turns into episodes, score them, merge their facts, reflect when due.
 
-    `flush` closes every open episode too (end of a replay)."""
+    `flush` closes every open episode too (end of a replay); `plot` redraws
+    each processed user's timeline picture (off by default: it replays the stream)."""
     started = time.monotonic()
     began: datetime = now_utc()
     rt = get_runtime()
@@ -101,8 +106,31 @@ def consolidate(user: str | None = None, flush: bool = False) -> dict[str, Any]:
         summary["turns_processed"],
         summary["episodes_closed"],
     )
-    publish_markdown("consolidate-report", consolidate_markdown(summary), "Consolidation run")
+    markdown = consolidate_markdown(summary) + _pictures(sorted(by_user), plot)
+    publish_markdown("consolidate-report", markdown, "Consolidation run")
     return summary
+
+
+def _pictures(users: list[str], redraw: bool) -> str:
+    """Markdown naming each user's latest timeline picture; never fails the run."""
+    from flows.status import latest_plot_path
+
+    rt = get_runtime()
+    lines: list[str] = []
+    for uid in users:
+        path = latest_plot_path(rt.settings.home, uid)
+        if redraw:
+            try:
+                from flows.plot import plot_latest
+
+                path = plot_latest(rt, uid)
+            except Exception as e:
+                get_run_logger().warning("timeline picture for %s failed: %s", uid, e)
+        if path.exists():
+            lines.append(f"- {uid}: `{path}`")
+    if not lines:
+        return "\n\nTimeline pictures: none yet (`episodic plot --user ID` draws one).\n"
+    return "\n\n## Timeline pictures\n\n" + "\n".join(lines) + "\n"
 
 
 def summarise(

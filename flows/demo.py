@@ -38,9 +38,9 @@ def run_demo(console: Console) -> dict[str, object]:
     )
     eps = rt.episodes.list(USER)
     t = Table(title="3. episodes (why each was cut, how salient)")
-    for col in ("stream", "turns", "started (UTC)", "cut by", "salience"):
-        t.add_column(col, no_wrap=True)
-    t.add_column("summary", no_wrap=True, overflow="ellipsis", max_width=60)
+    for col, w in (("stream", 12), ("turns", 5), ("started", 11), ("cut by", 14), ("sal", 3)):
+        t.add_column(col, no_wrap=True, min_width=w)
+    t.add_column("summary", no_wrap=True, overflow="ellipsis", max_width=34)
     for e in eps:
         t.add_row(
             e.stream_id,
@@ -70,9 +70,9 @@ def run_demo(console: Console) -> dict[str, object]:
     st = Table(
         title="5. search 'where does the user live' (score = recency + importance + similarity)"
     )
-    for col in ("score", "kind", "rec", "imp", "sim"):
-        st.add_column(col, no_wrap=True)
-    st.add_column("text", no_wrap=True, overflow="ellipsis", max_width=60)
+    for col, w in (("score", 5), ("kind", 10), ("rec", 4), ("imp", 4), ("sim", 4)):
+        st.add_column(col, no_wrap=True, min_width=w)
+    st.add_column("text", no_wrap=True, overflow="ellipsis", max_width=40)
     for h in hits:
         st.add_row(
             f"{h.score:.2f}",

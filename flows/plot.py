@@ -10,7 +10,6 @@ own configuration (read from its checkpoint)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -28,18 +27,32 @@ from matplotlib.lines import Line2D  # noqa: E402
 from episodic.errors import EpisodicError  # noqa: E402
 from episodic.models import TURN_KINDS, Episode, Turn  # noqa: E402
 from episodic.segment import Detector, DetectorConfig  # noqa: E402
+from flows.status import latest_plot_path  # noqa: E402
 from tasks.runtime import Runtime  # noqa: E402
 from tasks.segment import to_seg_turn  # noqa: E402
 
 ROLES = ("system", "tool", "assistant", "user")
-SOFT = (("semantic_shift", "semantic shift"), ("change_point", "change point"),
-        ("surprisal", "surprisal"))
-HARD = (("time_gap", "time gap"), ("size_cap", "size cap"), ("structural", "structural"),
-        ("agent_marker", "agent marker"))
+SOFT = (
+    ("semantic_shift", "semantic shift"),
+    ("change_point", "change point"),
+    ("surprisal", "surprisal"),
+)
+HARD = (
+    ("time_gap", "time gap"),
+    ("size_cap", "size cap"),
+    ("structural", "structural"),
+    ("agent_marker", "agent marker"),
+)
 REASON_COLOURS = {
-    "semantic_shift": "#1f77b4", "change_point": "#9467bd", "surprisal": "#8c564b",
-    "time_gap": "#d62728", "size_cap": "#7f7f7f", "structural": "#2ca02c",
-    "agent_marker": "#e377c2", "prediction_error": "#17becf", "idle": "#bcbd22",
+    "semantic_shift": "#1f77b4",
+    "change_point": "#9467bd",
+    "surprisal": "#8c564b",
+    "time_gap": "#d62728",
+    "size_cap": "#7f7f7f",
+    "structural": "#2ca02c",
+    "agent_marker": "#e377c2",
+    "prediction_error": "#17becf",
+    "idle": "#bcbd22",
     "flush": "#000000",
 }
 READ_BATCH = 2_000
@@ -114,13 +127,27 @@ def _turn_panel(ax: Axes, tl: Timeline) -> None:
     for kind in seen:
         xs = [t.seq for t in tl.turns if t.kind == kind]
         ys = [ROLES.index(t.role) if t.role in ROLES else 0 for t in tl.turns if t.kind == kind]
-        ax.scatter(xs, ys, s=28, color=kind_colours.get(kind, "grey"), label=kind,
-                   edgecolors="black", linewidths=0.3, zorder=3)
+        ax.scatter(
+            xs,
+            ys,
+            s=28,
+            color=kind_colours.get(kind, "grey"),
+            label=kind,
+            edgecolors="black",
+            linewidths=0.3,
+            zorder=3,
+        )
     ax.set_yticks(range(len(ROLES)), ROLES)
     ax.set_ylim(-0.6, len(ROLES) - 0.4)
     ax.set_ylabel("role")
-    ax.legend(title="turn kind", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
-              title_fontsize=8, frameon=False)
+    ax.legend(
+        title="turn kind",
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        title_fontsize=8,
+        frameon=False,
+    )
 
 
 def _series(tl: Timeline, name: str) -> np.ndarray:
@@ -130,44 +157,79 @@ def _series(tl: Timeline, name: str) -> np.ndarray:
 def _soft_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
     c = tl.config
     # surprisal's score is 0.5 where its z-score reaches surprisal_threshold
-    thresholds = {"semantic_shift": c.semantic_threshold, "change_point": c.cp_threshold,
-                  "surprisal": 0.5}
+    thresholds = {
+        "semantic_shift": c.semantic_threshold,
+        "change_point": c.cp_threshold,
+        "surprisal": 0.5,
+    }
     colours = {"semantic_shift": "#1f77b4", "change_point": "#9467bd", "surprisal": "#8c564b"}
     for name, label in SOFT:
-        ax.plot(xs, _series(tl, name), color=colours[name], lw=1.2,
-                label=f"{label} (threshold {thresholds[name]:.2f})")
+        ax.plot(
+            xs,
+            _series(tl, name),
+            color=colours[name],
+            lw=1.2,
+            label=f"{label} (threshold {thresholds[name]:.2f})",
+        )
         ax.axhline(thresholds[name], color=colours[name], ls="--", lw=0.8, alpha=0.8)
     ax.set_ylim(-0.03, 1.05)
     ax.set_ylabel("soft signal score")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
-              title="soft signals\n(dashed: threshold)", title_fontsize=8)
+    ax.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        frameon=False,
+        title="soft signals\n(dashed: threshold)",
+        title_fontsize=8,
+    )
 
 
 def _hard_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
-    colours = {"time_gap": "#d62728", "size_cap": "#7f7f7f", "structural": "#2ca02c",
-               "agent_marker": "#e377c2"}
+    colours = {
+        "time_gap": "#d62728",
+        "size_cap": "#7f7f7f",
+        "structural": "#2ca02c",
+        "agent_marker": "#e377c2",
+    }
     for name, label in HARD:
         ys = _series(tl, name)
         if name in ("time_gap", "size_cap"):
             ax.plot(xs, ys, color=colours[name], lw=1.2, label=label)
         else:  # 0/1 events: markers where they fire
             hit = ys > 0
-            ax.scatter(xs[hit], ys[hit], color=colours[name], marker="v", s=40, label=label,
-                       zorder=3)
+            ax.scatter(
+                xs[hit], ys[hit], color=colours[name], marker="v", s=40, label=label, zorder=3
+            )
     ax.axhline(1.0, color="black", ls="--", lw=0.8)
     ax.set_ylim(-0.03, 1.12)
     ax.set_ylabel("hard signal score")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
-              title="hard signals\n(cut at 1.0)", title_fontsize=8)
+    ax.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        frameon=False,
+        title="hard signals\n(cut at 1.0)",
+        title_fontsize=8,
+    )
 
 
 def _evidence_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
     c = tl.config
     ax.plot(xs, _series(tl, "combined"), color="black", lw=1.3, label="combined soft evidence")
-    ax.axhline(c.cut_threshold, color="#d62728", ls="--", lw=0.9,
-               label=f"cut threshold {c.cut_threshold:.2f}")
-    ax.axhspan(c.doubt_threshold, c.cut_threshold, color="#ffbf00", alpha=0.2,
-               label=f"doubt band {c.doubt_threshold:.2f}-{c.cut_threshold:.2f}")
+    ax.axhline(
+        c.cut_threshold,
+        color="#d62728",
+        ls="--",
+        lw=0.9,
+        label=f"cut threshold {c.cut_threshold:.2f}",
+    )
+    ax.axhspan(
+        c.doubt_threshold,
+        c.cut_threshold,
+        color="#ffbf00",
+        alpha=0.2,
+        label=f"doubt band {c.doubt_threshold:.2f}-{c.cut_threshold:.2f}",
+    )
     ax.set_ylim(-0.03, 1.05)
     ax.set_ylabel("evidence")
     ax.set_xlabel("turn (seq in stream)")
@@ -189,18 +251,35 @@ def _draw_cuts(fig: Figure, axes: list[Axes], tl: Timeline) -> list[str]:
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     placed: list[tuple[float, float]] = []
     for x, reason in tl.cuts:
-        txt = top.text(x, 1.02, reason.replace("_", " "), transform=top.get_xaxis_transform(),
-                       rotation=90, ha="center", va="bottom", fontsize=7,
-                       color=REASON_COLOURS.get(reason, "#444444"))
+        txt = top.text(
+            x,
+            1.02,
+            reason.replace("_", " "),
+            transform=top.get_xaxis_transform(),
+            rotation=90,
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            color=REASON_COLOURS.get(reason, "#444444"),
+        )
         box = txt.get_window_extent(renderer)
         if any(box.x0 < hi + 1 and box.x1 > lo - 1 for lo, hi in placed):
             txt.remove()  # too close to a label already drawn: the colour still tells
             continue
         placed.append((box.x0, box.x1))
-    handles = [Line2D([0], [0], color=REASON_COLOURS.get(r, "#444444"), lw=2, label=r)
-               for r in reasons]
-    fig.legend(handles=handles, title="cut (reason)", loc="lower left", ncols=min(6, len(handles))
-               or 1, fontsize=8, title_fontsize=8, frameon=False, bbox_to_anchor=(0.06, 0.0))
+    handles = [
+        Line2D([0], [0], color=REASON_COLOURS.get(r, "#444444"), lw=2, label=r) for r in reasons
+    ]
+    fig.legend(
+        handles=handles,
+        title="cut (reason)",
+        loc="lower left",
+        ncols=min(6, len(handles)) or 1,
+        fontsize=8,
+        title_fontsize=8,
+        frameon=False,
+        bbox_to_anchor=(0.06, 0.0),
+    )
     return reasons
 
 
@@ -224,16 +303,25 @@ def render(tl: Timeline) -> Figure:
         raise PlotError(f"stream {tl.stream_id!r} has no turns")
     n = len(tl.turns)
     width = float(min(40.0, max(12.0, 4.0 + n * 0.09)))
-    fig, axes = plt.subplots(4, 1, sharex=True, figsize=(width, 11.0),
-                             gridspec_kw={"height_ratios": [1.1, 1.3, 1.0, 1.0]})
+    fig, axes = plt.subplots(
+        4,
+        1,
+        sharex=True,
+        figsize=(width, 11.0),
+        gridspec_kw={"height_ratios": [1.1, 1.3, 1.0, 1.0]},
+    )
     xs = np.array([t.seq for t in tl.turns], dtype=float)
     _turn_panel(axes[0], tl)
     _soft_panel(axes[1], tl, xs)
     _hard_panel(axes[2], tl, xs)
     _evidence_panel(axes[3], tl, xs)
     axes[3].set_xlim(xs[0] - 1, xs[-1] + 1)
-    fig.suptitle(f"user {tl.user_id} · stream {tl.stream_id}: {n} turns, "
-                 f"{len(tl.episodes)} episodes (why each cut happened)", fontsize=12, y=0.99)
+    fig.suptitle(
+        f"user {tl.user_id} · stream {tl.stream_id}: {n} turns, "
+        f"{len(tl.episodes)} episodes (why each cut happened)",
+        fontsize=12,
+        y=0.99,
+    )
     fig.subplots_adjust(left=0.06, right=0.8, top=0.88, bottom=0.17, hspace=0.12)
     _time_axis(axes[3], tl)
     _draw_cuts(fig, list(axes), tl)
@@ -251,16 +339,14 @@ def draw(tl: Timeline, out: Path) -> Path:
     return out
 
 
-def latest_path(home: Path, user_id: str) -> Path:
-    """Where the newest picture of a user lives; the consolidate artifact names it."""
-    from episodic.models import stable_id
-
-    # a readable slug plus a hash: a user id never becomes a path on its own
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", user_id)[:40].strip(".") or "user"
-    return home / "plots" / f"{slug}-{stable_id('plot', user_id)[:8]}-latest.png"
-
-
 def plot_stream(rt: Runtime, user_id: str, stream_id: str | None, out: Path) -> Timeline:
     tl = build_timeline(rt, user_id, stream_id)
     draw(tl, out)
     return tl
+
+
+def plot_latest(rt: Runtime, user_id: str) -> Path:
+    """Redraw the user's busiest stream into its latest picture."""
+    out = latest_plot_path(rt.settings.home, user_id)
+    plot_stream(rt, user_id, None, out)
+    return out

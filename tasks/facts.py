@@ -16,12 +16,14 @@ from datetime import datetime
 import numpy as np
 
 from episodic.facts import CandidateSet, ExistingFact, FactTurn, decide, extract_facts
-from episodic.models import Episode, now_utc
+from episodic.models import Episode, Turn, now_utc
 from storage.facts import PlannedFact, new_fact_id
 from tasks.crashpoints import crashpoint
 from tasks.runtime import Runtime
 
 log = logging.getLogger(__name__)
+
+TURN_PREFETCH = 200  # episodes whose turns are read in one go
 
 
 @dataclass
@@ -31,8 +33,13 @@ class FactBatch:
     decided_by: Counter[str] = field(default_factory=Counter)
 
 
-def plan_episode(rt: Runtime, e: Episode, now: datetime) -> list[PlannedFact]:
-    turns = rt.raw.by_ids(e.user_id, e.turn_ids)
+def plan_episode(
+    rt: Runtime, e: Episode, now: datetime, known: dict[str, Turn] | None = None
+) -> list[PlannedFact]:
+    if known is not None and all(t in known for t in e.turn_ids):
+        turns = sorted((known[t] for t in e.turn_ids), key=lambda t: (t.stream_id, t.seq))
+    else:
+        turns = rt.raw.by_ids(e.user_id, e.turn_ids)
     views = [
         FactTurn(turn_id=t.turn_id, role=t.role, text=t.text, event_ts=t.event_ts) for t in turns
     ]
@@ -75,7 +82,11 @@ def plan_episode(rt: Runtime, e: Episode, now: datetime) -> list[PlannedFact]:
 
 
 def merge_episode(
-    rt: Runtime, e: Episode, now: datetime, done: dict[str, str] | None = None
+    rt: Runtime,
+    e: Episode,
+    now: datetime,
+    done: dict[str, str] | None = None,
+    known: dict[str, Turn] | None = None,
 ) -> Counter[str]:
     """Plan (or replay the saved plan), persist, apply, mark done.
 
@@ -89,7 +100,7 @@ def merge_episode(
         plan_json = e.fact_plan
         plan = [PlannedFact.from_json(d) for d in json.loads(plan_json)]
     else:
-        plan = plan_episode(rt, e, now)
+        plan = plan_episode(rt, e, now, known)
         plan_json = json.dumps([p.as_json() for p in plan])
         if plan:
             changes = _done_changes(done)
@@ -102,7 +113,9 @@ def merge_episode(
         rt.facts.apply(e.user_id, e.episode_id, plan, now)
         crashpoint("after_fact_apply")
     if done is None:
-        rt.episodes.update(e.user_id, {e.episode_id: {"facts_state": "done", "fact_plan": plan_json}})
+        rt.episodes.update(
+            e.user_id, {e.episode_id: {"facts_state": "done", "fact_plan": plan_json}}
+        )
     else:
         done[e.episode_id] = plan_json
     counts: Counter[str] = Counter()
@@ -131,9 +144,15 @@ def merge_pending(rt: Runtime, user_id: str, now: datetime | None = None) -> Fac
         pending = rt.episodes.facts_pending(user_id)
         pending.sort(key=lambda e: (e.started_at, e.stream_id, e.first_seq))
         done: dict[str, str] = {}
+        known: dict[str, Turn] = {}
         try:
-            for e in pending:
-                counts = merge_episode(rt, e, now, done)
+            for i, e in enumerate(pending):
+                if i % TURN_PREFETCH == 0:
+                    # one raw read per window of episodes, not one per episode
+                    window = pending[i : i + TURN_PREFETCH]
+                    ids = [t for w in window if w.facts_state != "planned" for t in w.turn_ids]
+                    known = {t.turn_id: t for t in rt.raw.by_ids(user_id, ids)}
+                counts = merge_episode(rt, e, now, done, known)
                 out.episodes += 1
                 for k, n in counts.items():
                     if k.startswith("by:"):

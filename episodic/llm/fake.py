@@ -27,7 +27,9 @@ from episodic.llm.base import Message, Usage
 from episodic.llm.validate import coerce
 
 T = TypeVar("T", bound=BaseModel)
-Handler = Callable[[list[Message], type[BaseModel], dict[str, Any]], BaseModel | dict[str, Any] | str]
+Handler = Callable[
+    [list[Message], type[BaseModel], dict[str, Any]], BaseModel | dict[str, Any] | str
+]
 
 
 def _text(value: object) -> str:
@@ -86,7 +88,10 @@ class FakeProvider:
                 asked = [
                     *asked,
                     {"role": "assistant", "content": text},
-                    {"role": "user", "content": f"Correct your answer; it failed validation:\n{exc}"},
+                    {
+                        "role": "user",
+                        "content": f"Correct your answer; it failed validation:\n{exc}",
+                    },
                 ]
         raise LLMSchemaError(
             self.name,

@@ -143,9 +143,7 @@ class InstructorProvider:
             return self._create(client, list(messages), response_model, ctx, hooks)
 
         try:
-            value = self._retrier.run(
-                attempt, self._classify, provider=self.name, model=self.model
-            )
+            value = self._retrier.run(attempt, self._classify, provider=self.name, model=self.model)
         except Exception:
             record_failure(self.usage)
             raise
@@ -185,7 +183,9 @@ class InstructorProvider:
             return Failure("schema", f"answer cut off at max_tokens: {detail}")
         parse_errors = (ValidationError, json.JSONDecodeError, ValueError)
         if failed and isinstance(root, parse_errors):
-            return Failure("schema", f"answer never fit the schema after {failed} attempts: {detail}")
+            return Failure(
+                "schema", f"answer never fit the schema after {failed} attempts: {detail}"
+            )
         if isinstance(root, json.JSONDecodeError | sdk.APIResponseValidationError):
             # A 200 whose body is not the API's JSON: a proxy or server hiccup.
             return Failure("transient", f"malformed response body: {detail}")

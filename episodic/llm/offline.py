@@ -2,7 +2,9 @@
 
 Each response model that may be asked offline carries a classmethod
 `offline_answer(context)` (see `OfflineAnswerable`), so a prompt's
-deterministic fallback lives beside its schema. Usage records one call per
+deterministic fallback lives beside its schema. The answer (an instance, or
+a dict) is validated again with the context, so validators that read
+`info.context` run here as they do on a model's answer. Usage records one call per
 answer with 0 tokens: nothing is billed and no text is generated, so an
 estimate would only blur the token totals of the network providers.
 """

@@ -58,8 +58,7 @@ class OpenAIProvider(InstructorProvider):
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r}, "
-            f"mode={self.mode!r})"
+            f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r}, mode={self.mode!r})"
         )
 
     def _sdk(self) -> ModuleType:

@@ -61,7 +61,7 @@ class RetryPolicy:
         """Seconds to wait after failed attempt number `attempt` (0-based)."""
         if retry_after_s is not None:
             return min(max(retry_after_s, 0.0), self.retry_after_cap_s)
-        backoff = min(self.max_delay_s, self.base_delay_s * 2**attempt)
+        backoff: float = min(self.max_delay_s, self.base_delay_s * 2.0**attempt)
         return backoff * (1 + self.jitter * (2 * rng.random() - 1))
 
 

@@ -201,7 +201,9 @@ def test_validation_context_reaches_validators_and_text_is_not_templated(
     text = "config: {{ user.name }} {% if x %}y{% endif %} {#"
     stub.push(Answer({"turn": 99, "text": "bad"}), Answer({"turn": 12, "text": "ok"}))
     provider = make_backend_provider(backend, stub)
-    cited = provider.structured([{"role": "user", "content": text}], Cited, context={"turns": [11, 12]})
+    cited = provider.structured(
+        [{"role": "user", "content": text}], Cited, context={"turns": [11, 12]}
+    )
     assert cited.turn == 12
     assert len(stub.requests) == 2  # 99 was rejected by the context-aware validator
     first = stub.requests[0]["messages"]

@@ -85,3 +85,15 @@ def test_openai_seed_can_be_left_out(openai_stub: OpenAIStub) -> None:
     openai_stub.push(Answer(good(3)))
     OpenAIProvider("m", base_url=openai_stub.url + "/v1", seed=None).structured(ASK, Rating)
     assert "seed" not in openai_stub.requests[0]
+
+
+def test_a_provider_pickles_without_its_client(openai_stub: OpenAIStub) -> None:
+    import pickle
+
+    openai_stub.push(Answer(good(3)), Answer(good(4)))
+    provider = OpenAIProvider("m", base_url=openai_stub.url + "/v1")
+    assert provider.structured(ASK, Rating).score == 3
+    clone = pickle.loads(pickle.dumps(provider))
+    assert clone._instructor is None  # rebuilt on the next call
+    assert clone.structured(ASK, Rating).score == 4
+    assert clone.usage.calls == 2  # the usage so far travels with it

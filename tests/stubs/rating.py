@@ -16,7 +16,8 @@ class Rating(BaseModel):
     @classmethod
     def offline_answer(cls, context: dict[str, Any]) -> Rating:
         n = int(context.get("n_turns", 4))
-        return cls(score=max(1, min(10, n)), rationale="offline: episode length")
+        score = max(1, min(10, n))
+        return cls.model_validate({"score": score, "rationale": "offline: episode length"})
 
 
 class Cited(BaseModel):
@@ -35,7 +36,8 @@ class Cited(BaseModel):
 
     @classmethod
     def offline_answer(cls, context: dict[str, Any]) -> Cited:
-        return cls(turn=context["turns"][0], text="offline")
+        # `cls(...)` would run the validator without the context
+        return cls.model_validate({"turn": context["turns"][0], "text": "offline"}, context=context)
 
 
 def good(score: int = 7) -> dict[str, Any]:
