@@ -17,6 +17,8 @@ SCHEDULES: dict[str, str | None] = {
 
 
 def deployments() -> list[Any]:
+    from prefect.schedules import Cron
+
     from flows.consolidate import consolidate
     from flows.ingest import ingest
     from flows.maintain import maintain
@@ -26,7 +28,7 @@ def deployments() -> list[Any]:
     out = []
     for name, f in flows.items():
         cron = SCHEDULES[name]
-        kwargs: dict[str, Any] = {"cron": cron, "timezone": "UTC"} if cron else {}
+        kwargs: dict[str, Any] = {"schedule": Cron(cron, timezone="UTC")} if cron else {}
         out.append(f.to_deployment(name=name, tags=["episodic"], **kwargs))
     return out
 

@@ -21,6 +21,7 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_timeout_s: float = 30.0
     llm_retries: int = 3
+    llm_retry_base_s: float = 0.5  # first backoff delay; doubles per retry
     llm_cache: bool = True
 
     embedder: Literal["minilm", "onnx-int8", "static", "hash"] = "minilm"

@@ -65,7 +65,11 @@ def load_tiage(path: str | Path) -> list[Dialogue]:
         for dial_id, rows in json.loads(f.read_text(encoding="utf-8")).items():
             utts = tuple(str(r[0]) for r in rows)
             starts = [i for i, r in enumerate(rows) if str(r[1]) == "1"]
-            out.append(Dialogue(f"{f.stem}:{dial_id}", utts, _alternating(len(utts)), _masses(len(utts), starts)))
+            out.append(
+                Dialogue(
+                    f"{f.stem}:{dial_id}", utts, _alternating(len(utts)), _masses(len(utts), starts)
+                )
+            )
     return out
 
 
@@ -91,12 +95,23 @@ def load_superdialseg(path: str | Path) -> list[Dialogue]:
                     utts.append(text.strip())
             if not utts:
                 raise IngestError(str(path), f"line {line_no}: no utterances")
-            out.append(Dialogue(str(row.get("id", line_no)), tuple(utts), tuple(roles), _masses(len(utts), starts)))
+            out.append(
+                Dialogue(
+                    str(row.get("id", line_no)),
+                    tuple(utts),
+                    tuple(roles),
+                    _masses(len(utts), starts),
+                )
+            )
     return out
 
 
 def load_dataset(name: str, path: str | Path) -> list[Dialogue]:
-    loaders = {"dialseg711": load_dialseg711, "tiage": load_tiage, "superdialseg": load_superdialseg}
+    loaders = {
+        "dialseg711": load_dialseg711,
+        "tiage": load_tiage,
+        "superdialseg": load_superdialseg,
+    }
     if name not in loaders:
         raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
     if not Path(path).exists():

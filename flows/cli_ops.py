@@ -102,15 +102,19 @@ def serve(
     """Serve consolidate, reflect, maintain and ingest with their schedules (Ctrl-C stops)."""
     from deployments.serve import SCHEDULES, serve_all
 
-    # Prefect's runner handles SIGTERM itself once started; before that, exit quietly
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # Prefect's runner takes SIGTERM over once started; before that, stop the same way
+    signal.signal(signal.SIGTERM, _interrupt)
     err.print("serving " + ", ".join(f"{n} ({c or 'by hand'})" for n, c in SCHEDULES.items()))
     err.print("trigger one: prefect deployment run 'consolidate/consolidate'; stop: Ctrl-C")
     try:
         serve_all(limit=limit)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):
         pass
-    err.print("episodic serve: stopped, schedules paused")
+    err.print("episodic serve: stopped; schedules paused")
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
 
 
 def register(app: typer.Typer) -> None:

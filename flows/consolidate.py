@@ -20,7 +20,8 @@ SALIENCE_CHUNK = 50
 
 
 def _work(user: str | None) -> dict[str, list[tuple[str, int]]]:
-    """Streams with turns above their watermark or an open episode to idle-close."""
+    """Streams with turns above their watermark or an open episode to idle-close,
+    and users with episodes still to score or merge."""
     rt = get_runtime()
     marks = {(c.user_id, c.stream_id): c for c in rt.checkpoints.all(user)}
     todo: dict[str, list[tuple[str, int]]] = {}
@@ -28,6 +29,10 @@ def _work(user: str | None) -> dict[str, list[tuple[str, int]]]:
         cp = marks.get((h.user_id, h.stream_id))
         if cp is None or cp.watermark < h.head_seq or cp.open_turn_ids:
             todo.setdefault(h.user_id, []).append((h.stream_id, h.head_seq))
+    # a run that died after segmenting left episodes unscored or unmerged:
+    # resume them even when no new turn arrives
+    for uid in rt.episodes.users_with_pending(user):
+        todo.setdefault(uid, [])
     return todo
 
 

@@ -122,6 +122,18 @@ class Episodes:
         )
         return self.list(user_id, where=cond, limit=limit)
 
+    def users_with_pending(self, user_id: str | None = None) -> builtins.list[str]:
+        """Users with an episode still to score or to merge facts from (a run
+        that died after segmenting leaves these behind)."""
+        cond = filters.eq("salience_source", "") | (
+            (filters.eq("facts_state", "") | filters.eq("facts_state", "planned"))
+            & filters.eq("status", "closed")
+        )
+        if user_id is not None:
+            cond = filters.user(user_id) & cond
+        rows = self.table.search().where(cond).select(["user_id"]).limit(MAX_ROWS).to_arrow()
+        return sorted(set(rows["user_id"].to_pylist())) if rows.num_rows else []
+
     def users(self) -> builtins.list[str]:
         rows = self.table.search().select(["user_id"]).limit(MAX_ROWS).to_arrow()
         return sorted(set(rows["user_id"].to_pylist())) if rows.num_rows else []

@@ -32,15 +32,20 @@ def lock_dir(db_uri: str) -> Path | None:
 
 
 @contextmanager
-def user_lease(db_uri: str, user_id: str, *, wait_s: float = 600.0) -> Iterator[bool]:
+def user_lease(
+    db_uri: str, user_id: str, *, wait_s: float = 600.0, scope: str = ""
+) -> Iterator[bool]:
     """Hold the user's lease; wait up to wait_s, then raise LeaseBusy.
-    Yields True when it had to wait for another run."""
+    Yields True when it had to wait for another run. A `scope` names a
+    separate lease of the same user (e.g. "facts"), which a holder of the
+    main lease may take inside it without waiting on itself."""
     d = lock_dir(db_uri)
     if d is None:
         yield False
         return
     d.mkdir(parents=True, exist_ok=True)
-    name = stable_id("lease", user_id)  # never put a user value in a path
+    # never put a user value in a path
+    name = stable_id("lease", user_id) if not scope else stable_id("lease", scope, user_id)
     fd = os.open(d / f"{name}.lock", os.O_CREAT | os.O_RDWR, 0o600)
     waited = False
     start = time.monotonic()

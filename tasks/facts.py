@@ -18,12 +18,14 @@ import numpy as np
 from episodic.facts import CandidateSet, ExistingFact, FactTurn, decide, extract_facts
 from episodic.models import Episode, Turn, now_utc
 from storage.facts import PlannedFact, new_fact_id
+from storage.lease import user_lease
 from tasks.crashpoints import crashpoint
+from tasks.fact_mirror import ActiveFacts
 from tasks.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
-TURN_PREFETCH = 200  # episodes whose turns are read in one go
+FACT_WINDOW = 200  # episodes planned in memory, then persisted and applied in one write each
 
 
 @dataclass
@@ -34,7 +36,11 @@ class FactBatch:
 
 
 def plan_episode(
-    rt: Runtime, e: Episode, now: datetime, known: dict[str, Turn] | None = None
+    rt: Runtime,
+    e: Episode,
+    now: datetime,
+    known: dict[str, Turn] | None = None,
+    mirror: ActiveFacts | None = None,
 ) -> list[PlannedFact]:
     if known is not None and all(t in known for t in e.turn_ids):
         turns = sorted((known[t] for t in e.turn_ids), key=lambda t: (t.stream_id, t.seq))
@@ -49,15 +55,18 @@ def plan_episode(
     vecs = rt.embedder.embed([f.text for f in new_facts])
     sets = []
     for f, v in zip(new_facts, vecs, strict=True):
-        found = rt.facts.candidates(e.user_id, f.text, v, k=5)
-        cands = [
-            ExistingFact(
-                fact_id=c.fact_id,
-                text=c.text,
-                vector=np.asarray(c.vector, dtype=np.float32) if c.vector else None,
-            )
-            for c, _ in found
-        ]
+        if mirror is not None:
+            cands = mirror.candidates(f.text, v, k=5)
+        else:
+            found = rt.facts.candidates(e.user_id, f.text, v, k=5)
+            cands = [
+                ExistingFact(
+                    fact_id=c.fact_id,
+                    text=c.text,
+                    vector=np.asarray(c.vector, dtype=np.float32) if c.vector else None,
+                )
+                for c, _ in found
+            ]
         sets.append(CandidateSet(new=f, new_vector=v, candidates=cands))
     decisions = decide(rt.provider, sets, now=now)
     plan: list[PlannedFact] = []
@@ -118,11 +127,7 @@ def merge_episode(
         )
     else:
         done[e.episode_id] = plan_json
-    counts: Counter[str] = Counter()
-    for p in plan:
-        counts[p.event] += 1
-        counts[f"by:{p.decided_by}"] += 1
-    return counts
+    return _counts(plan)
 
 
 def _done_changes(done: dict[str, str] | None) -> dict[str, dict[str, object]]:
@@ -140,26 +145,86 @@ def merge_pending(rt: Runtime, user_id: str, now: datetime | None = None) -> Fac
     event order. Serialised per user: two merges never race on candidates."""
     now = now or now_utc()
     out = FactBatch()
-    with rt.lock_for(user_id):
+    # the thread lock serialises this process; the facts lease serialises
+    # processes (a second merge then finds the episodes already done)
+    with rt.lock_for(user_id), user_lease(rt.store.uri, user_id, scope="facts"):
         pending = rt.episodes.facts_pending(user_id)
         pending.sort(key=lambda e: (e.started_at, e.stream_id, e.first_seq))
         done: dict[str, str] = {}
-        known: dict[str, Turn] = {}
         try:
-            for i, e in enumerate(pending):
-                if i % TURN_PREFETCH == 0:
-                    # one raw read per window of episodes, not one per episode
-                    window = pending[i : i + TURN_PREFETCH]
-                    ids = [t for w in window if w.facts_state != "planned" for t in w.turn_ids]
-                    known = {t.turn_id: t for t in rt.raw.by_ids(user_id, ids)}
-                counts = merge_episode(rt, e, now, done, known)
-                out.episodes += 1
-                for k, n in counts.items():
-                    if k.startswith("by:"):
-                        out.decided_by[k[3:]] += n
-                    else:
-                        out.events[k] += n
+            for i in range(0, len(pending), FACT_WINDOW):
+                _merge_window(rt, user_id, pending[i : i + FACT_WINDOW], now, done, out)
         finally:
             # episodes finished before an error are really done: keep that
             flush_done(rt, user_id, done)
     return out
+
+
+def _merge_window(
+    rt: Runtime,
+    user_id: str,
+    window: list[Episode],
+    now: datetime,
+    done: dict[str, str],
+    out: FactBatch,
+) -> None:
+    """Plan each episode in order against an in-memory view of the active facts
+    (which already holds the window's earlier plans), then persist every plan
+    in one write and apply them all in one write per table. Same decisions as
+    one episode at a time; a crash before the plan write decides again from an
+    unchanged store, after it replays the saved plans."""
+    ids = [t for e in window if e.facts_state != "planned" for t in e.turn_ids]
+    known = {t.turn_id: t for t in rt.raw.by_ids(user_id, ids)}  # one read per window
+    mirror: ActiveFacts | None = None
+    queued: list[tuple[Episode, list[PlannedFact], str]] = []
+    for e in window:
+        if e.facts_state == "planned" and e.fact_plan:
+            # a crash left this plan saved: land what is queued, replay it alone
+            _commit(rt, user_id, queued, now, done)
+            queued = []
+            counts = merge_episode(rt, e, now, done)
+            mirror = None  # the store moved: read it again
+        else:
+            if mirror is None:
+                mirror = ActiveFacts(rt.facts, user_id)
+            plan = plan_episode(rt, e, now, known, mirror)
+            mirror.apply(e.episode_id, plan)
+            queued.append((e, plan, json.dumps([p.as_json() for p in plan])))
+            counts = _counts(plan)
+        out.episodes += 1
+        for k, n in counts.items():
+            if k.startswith("by:"):
+                out.decided_by[k[3:]] += n
+            else:
+                out.events[k] += n
+    _commit(rt, user_id, queued, now, done)
+
+
+def _commit(
+    rt: Runtime,
+    user_id: str,
+    queued: list[tuple[Episode, list[PlannedFact], str]],
+    now: datetime,
+    done: dict[str, str],
+) -> None:
+    """Plans first (with the done marks owed so far), then the facts."""
+    with_facts = [(e, plan, pj) for e, plan, pj in queued if plan]
+    if with_facts:
+        changes = _done_changes(done)
+        for e, _, pj in with_facts:
+            changes[e.episode_id] = {"facts_state": "planned", "fact_plan": pj}
+        rt.episodes.update(user_id, changes)
+        done.clear()
+        crashpoint("after_fact_plan")
+        rt.facts.apply_many(user_id, [(e.episode_id, plan) for e, plan, _ in with_facts], now)
+        crashpoint("after_fact_apply")
+    for e, _, pj in queued:
+        done[e.episode_id] = pj
+
+
+def _counts(plan: list[PlannedFact]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for p in plan:
+        counts[p.event] += 1
+        counts[f"by:{p.decided_by}"] += 1
+    return counts

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from episodic.models import Episode, Turn, now_utc
+from episodic.prediction_error import make_judge
 from episodic.segment import Detector
 from episodic.segment.types import ClosedSegment, SegTurn
 from storage.state import Checkpoint
@@ -126,6 +127,9 @@ def poll_stream(
 ) -> StreamPoll:
     now = now or now_utc()
     batch = max(1, rt.settings.batch_turns)
+    if judge is None and rt.provider.name != "offline":
+        # the LLM check, asked only in the detector's ambiguous band
+        judge = make_judge(rt.provider)
     result = StreamPoll(user_id=user_id, stream_id=stream_id)
     cp = rt.checkpoints.load(user_id, stream_id)
     det = (

@@ -45,7 +45,9 @@ def make_provider(
     kind = settings.llm_kind()
     if kind == "offline":
         return OfflineProvider()
-    policy = policy or RetryPolicy(retries=settings.llm_retries)
+    policy = policy or RetryPolicy(
+        retries=settings.llm_retries, base_delay_s=settings.llm_retry_base_s
+    )
     key = settings.api_key()
     provider: LLMProvider
     if kind == "anthropic":

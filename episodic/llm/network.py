@@ -25,6 +25,7 @@ Three instructor details are handled here on purpose:
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from types import ModuleType
@@ -32,6 +33,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from episodic.errors import LLMSchemaError
 from episodic.llm.accounting import record_call, record_failure
 from episodic.llm.base import Message, Usage
 from episodic.llm.retry import Failure, Retrier, RetryPolicy, parse_retry_after
@@ -83,6 +85,7 @@ class InstructorProvider:
         self._key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key or "")
         self._retrier = Retrier(self.policy, sleep=sleep or time.sleep)
         self._instructor: Any = None
+        self._build_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
@@ -91,7 +94,12 @@ class InstructorProvider:
         # The live client holds sockets and the key in its headers: rebuild it lazily.
         state = self.__dict__.copy()
         state["_instructor"] = None
+        del state["_build_lock"]
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._build_lock = threading.Lock()
 
     # -- subclass hooks ---------------------------------------------------
     def _sdk(self) -> ModuleType:
@@ -118,9 +126,10 @@ class InstructorProvider:
 
     # -- the call ---------------------------------------------------------
     def _client(self) -> Any:
-        if self._instructor is None:
-            self._instructor = self._build()
-        return self._instructor
+        with self._build_lock:  # one client (and connection pool) per provider
+            if self._instructor is None:
+                self._instructor = self._build()
+            return self._instructor
 
     def structured(
         self,
@@ -149,7 +158,12 @@ class InstructorProvider:
             raise
         # instructor pins the raw response (and running usage) on the instance;
         # hand back a plain, freshly validated model instead.
-        return coerce(value, response_model, context)
+        try:
+            return coerce(value, response_model, context)
+        except (ValidationError, TypeError) as exc:
+            record_failure(self.usage)
+            reason = self._scrub(f"answer failed re-validation: {exc}")
+            raise LLMSchemaError(self.name, self.model, reason) from None
 
     # -- what an exception means -----------------------------------------
     def _scrub(self, text: str) -> str:

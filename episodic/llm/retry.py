@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from episodic.errors import LLMError, LLMSchemaError, LLMTransientError
 
@@ -104,6 +104,15 @@ class Retrier:
         self.policy = policy
         self.sleep = sleep
         self._rng = random.Random(policy.seed)
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
         self._lock = threading.Lock()
 
     def _delay(self, attempt: int, retry_after_s: float | None) -> float:

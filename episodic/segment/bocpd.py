@@ -162,10 +162,10 @@ class ChangePoint(Signal):
 
     def __init__(
         self,
-        threshold: float = 0.65,
+        threshold: float = 0.5,
         dims: int = 16,
         max_run_length: int = 50,
-        hazard_lambda: float = 10.0,
+        hazard_lambda: float = 6.0,
         obs_var: float = 0.6,
         prior_var: float = 1.0,
         seed: int = 0,
@@ -227,7 +227,11 @@ class ChangePoint(Signal):
         return self._score
 
     def _get(self) -> dict[str, Any]:
-        return {"dim": self._dim, "kernel": self._kernel.state(), "log_evidence": self._log_evidence}
+        return {
+            "dim": self._dim,
+            "kernel": self._kernel.state(),
+            "log_evidence": self._log_evidence,
+        }
 
     def _set(self, state: dict[str, Any]) -> None:
         dim = int(state["dim"])

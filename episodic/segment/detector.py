@@ -45,24 +45,25 @@ class DetectorConfig:
     time_gap_minutes: float = 30.0
     idle_minutes: float = 30.0
     # soft signals, each one's own firing point
-    semantic_threshold: float = 0.6  # cosine distance to the decayed mean
-    semantic_decay: float = 0.3  # weight of the newest turn in that mean
-    cp_threshold: float = 0.65  # BOCPD P(new run)
+    semantic_threshold: float = 0.8  # cosine distance to the decayed mean
+    semantic_decay: float = 0.7  # weight of the newest turn in that mean
+    cp_threshold: float = 0.5  # BOCPD P(new run)
     surprisal_threshold: float = 1.5  # z-score of the predictive surprisal
     surprisal_rate: float = 0.05
     # BOCPD model
     bocpd_dims: int = 16  # fixed +-1 projection of the embedding
     max_run_length: int = 50
-    hazard_lambda: float = 10.0  # expected run length, turns
+    hazard_lambda: float = 6.0  # expected run length, turns
     obs_var: float = 0.6
     prior_var: float = 1.0
     seed: int = 0
-    # combination
+    # combination: on DialSeg711 and TIAGE any weight on change point or surprisal
+    # made Pk worse (docs/segmentation.md), so by default they are recorded, not voted
     w_semantic: float = 1.0
-    w_change_point: float = 1.0
-    w_surprisal: float = 1.0
-    cut_threshold: float = 0.5
-    doubt_threshold: float = 0.4  # [doubt, cut): ask the judge, or split without one
+    w_change_point: float = 0.0
+    w_surprisal: float = 0.0
+    cut_threshold: float = 0.6
+    doubt_threshold: float = 0.5  # [doubt, cut): ask the judge, or split without one
     user_anchored: bool = True
     min_turns: int = 2  # soft cuts only once the episode holds this many turns
     # continuity after a size-cap cut
@@ -138,7 +139,13 @@ class Detector:
         self._marker = AgentMarker()
         self._semantic = SemanticShift(c.semantic_threshold, c.semantic_decay)
         self._cp = ChangePoint(
-            c.cp_threshold, c.bocpd_dims, c.max_run_length, c.hazard_lambda, c.obs_var, c.prior_var, c.seed
+            c.cp_threshold,
+            c.bocpd_dims,
+            c.max_run_length,
+            c.hazard_lambda,
+            c.obs_var,
+            c.prior_var,
+            c.seed,
         )
         self._surprisal = Surprisal(c.surprisal_threshold, c.surprisal_rate)
         self._weights = (c.w_semantic, c.w_change_point, c.w_surprisal)
@@ -250,7 +257,11 @@ class Detector:
         if c.user_anchored and turn.role != "user":
             return "", 0.0, False, None
         w = self._weights
-        parts = (w[0] * soft[0] / c.semantic_threshold, w[1] * soft[1] / c.cp_threshold, w[2] * soft[2])
+        parts = (
+            w[0] * soft[0] / c.semantic_threshold,
+            w[1] * soft[1] / c.cp_threshold,
+            w[2] * soft[2],
+        )
         reason = SOFT[max(range(3), key=parts.__getitem__)]
         if ev >= c.cut_threshold or self.judge is None:
             return reason, ev, False, None
@@ -286,7 +297,10 @@ class Detector:
             similar = True
             if self._prev_centroid is not None and ep.vsum is not None:
                 cur = np.asarray(centroid(ep.vsum))
-                similar = cur.size > 0 and float(cur @ self._prev_centroid) >= self.config.continuity_min_similarity
+                similar = (
+                    cur.size > 0
+                    and float(cur @ self._prev_centroid) >= self.config.continuity_min_similarity
+                )
             continues = gap_min <= self.config.continuity_max_gap_minutes and similar
         seg = ep.close(reason, score, scores, continues)
         self._prev_reason = reason
@@ -339,14 +353,18 @@ class Detector:
             signals = state["signals"]
             for name, sig in det._signals().items():
                 sig.load_state(signals[name])
-            det._open = OpenEpisode.from_state(state["open"], det.config.judge_recent_turns, det.config.judge_max_chars)
+            det._open = OpenEpisode.from_state(
+                state["open"], det.config.judge_recent_turns, det.config.judge_max_chars
+            )
             last = state["last_seq"]
             det._last_seq = None if last is None else int(last)
             det._last_scores = {str(k): finite(v) for k, v in state["last_scores"].items()}
             prev = state["prev"]
             det._prev_reason = str(prev["reason"])
             det._prev_ended = None if prev["ended"] is None else parse_ts(prev["ended"])
-            det._prev_centroid = None if prev["centroid"] is None else array_from_json(prev["centroid"])
+            det._prev_centroid = (
+                None if prev["centroid"] is None else array_from_json(prev["centroid"])
+            )
         except SegmenterStateError:
             raise
         except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:

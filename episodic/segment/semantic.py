@@ -20,7 +20,7 @@ class SemanticShift(Signal):
 
     name = "semantic_shift"
 
-    def __init__(self, threshold: float = 0.6, decay: float = 0.3) -> None:
+    def __init__(self, threshold: float = 0.8, decay: float = 0.7) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError("threshold must be in (0, 1]")
         if not 0.0 < decay <= 1.0:

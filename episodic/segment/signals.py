@@ -1,4 +1,4 @@
-"""The hard signals: each one cuts on its own (size cap, time gap, idle, structural, agent marker)."""
+"""The hard signals, each of which cuts on its own: size cap, gap, idle, structure, marker."""
 
 from __future__ import annotations
 

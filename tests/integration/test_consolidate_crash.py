@@ -1,0 +1,143 @@
+"""A crash between any two persistence steps of the consolidate flow, then a
+rerun, ends exactly where an uninterrupted run ends: the same episodes, the
+same salience, the same facts and fact history, the same watermarks.
+
+In-process: EPISODIC_CRASHPOINT=<name>:<nth>:raise makes tasks/crashpoints.py
+raise InjectedCrash at the nth hit of a named point, under the Prefect test
+harness. A point inside a task with retries may be absorbed by the retry (the
+run then succeeds); either way the rerun must converge. The os._exit variant
+of the same points runs in child processes in test_reliability_crash.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flows.consolidate import consolidate
+from tasks import crashpoints
+from tasks.crashpoints import InjectedCrash
+from tasks.runtime import Runtime, reset_runtimes
+from tests.integration.facts_support import Say, ingest, runtime_for, snapshot
+from tests.integration.helpers import TOPICS
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+USER = "u1"
+SETTINGS = {"batch_turns": 7}  # several persist steps per stream
+
+# every named point, at its first hit and at a later one
+POINTS = [
+    ("embed", 1),
+    ("embed", 3),
+    ("before_episodes", 1),
+    ("before_episodes", 2),
+    ("after_episodes", 1),
+    ("after_episodes", 3),
+    ("after_checkpoint", 1),
+    ("after_checkpoint", 4),
+    ("after_checkpoint", -1),  # the last one: every episode closed, none scored
+    ("before_salience_write", 1),
+    ("after_fact_plan", 1),
+    ("after_fact_plan", 2),
+    ("after_fact_apply", 1),
+    ("after_fact_apply", 2),
+]
+FACT_LINES = [
+    "I live in Paris.",
+    "I have a dog named Rex.",
+    "we use Postgres for the billing service.",
+    "I moved to Berlin.",
+    "Rex died last week.",
+    "I prefer tabs over spaces.",
+]
+
+
+def workload() -> list[Say]:
+    """Two streams: topics with a time gap between them, fact statements among
+    the user turns, so there are many episodes and several fact events."""
+    says: list[Say] = []
+    facts = iter(FACT_LINES)
+    for sid, start in (("s1", datetime(2025, 3, 1, 9, tzinfo=UTC)),
+                       ("s2", datetime(2025, 4, 1, 9, tzinfo=UTC))):  # fmt: skip
+        t = start
+        for k, (topic, words) in enumerate(TOPICS):
+            for i in range(5):
+                role = "user" if i % 2 == 0 else "assistant"
+                text = f"{topic}: {words} step {i}"
+                if role == "user" and i == 2:
+                    text = f"{next(facts, 'I use Emacs.')} {text}"
+                says.append(Say(text, t.isoformat(), role=role, stream=sid))
+                t += timedelta(minutes=2)
+            if k % 2 == 1:
+                t += timedelta(hours=2)  # a time gap cuts for sure
+    return says
+
+
+def _run(rt: Runtime, tmp: Path) -> dict[str, Any]:
+    ingest(rt, tmp / "turns.jsonl", workload())
+    return consolidate(user=USER, flush=True)
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], int]]:
+    """The uninterrupted run, and how often it passes `after_checkpoint`."""
+    tmp = tmp_path_factory.mktemp("baseline")
+    with pytest.MonkeyPatch.context() as mp:
+        rt = runtime_for("offline", tmp / "home", mp, **SETTINGS)
+        ingest(rt, tmp / "turns.jsonl", workload())
+        crashpoints.reset()
+        mp.setenv("EPISODIC_CRASHPOINT", "after_checkpoint:0:raise")  # counts, never fires
+        consolidate(user=USER, flush=True)
+        checkpoints = crashpoints._hits.get("after_checkpoint", 0)
+        crashpoints.reset()
+        snap = snapshot(rt, USER)
+    reset_runtimes()
+    yield snap, checkpoints
+
+
+def test_baseline_has_work_for_every_point(baseline: tuple[dict[str, Any], int]) -> None:
+    snap, checkpoints = baseline
+    assert len(snap["episodes"]) >= 6
+    assert checkpoints >= 4
+    assert {h[2] for h in snap["history"]} >= {"ADD", "UPDATE", "DELETE"}
+    assert all(e[7] is not None and e[10] == "done" for e in snap["episodes"])
+
+
+@pytest.mark.parametrize(("point", "nth"), POINTS, ids=[f"{p}-{n}" for p, n in POINTS])
+def test_crash_then_rerun_equals_uninterrupted(
+    point: str,
+    nth: int,
+    baseline: tuple[dict[str, Any], int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    expected, checkpoints = baseline
+    nth = checkpoints if nth < 0 else nth
+    rt = runtime_for("offline", tmp_path / "home", monkeypatch, **SETTINGS)
+    ingest(rt, tmp_path / "turns.jsonl", workload())
+    crashpoints.reset()
+    monkeypatch.setenv("EPISODIC_CRASHPOINT", f"{point}:{nth}:raise")
+    crashed = False
+    try:
+        consolidate(user=USER, flush=True)
+    except InjectedCrash:
+        crashed = True
+    assert crashpoints._hits.get(point, 0) >= nth  # the crash really fired
+    if crashed:
+        assert snapshot(rt, USER) != expected  # the crash left work undone
+    monkeypatch.delenv("EPISODIC_CRASHPOINT")
+    crashpoints.reset()
+    consolidate(user=USER, flush=True)
+    got = snapshot(rt, USER)
+    assert got["episodes"] == expected["episodes"]
+    assert got["checkpoints"] == expected["checkpoints"]
+    assert got["facts"] == expected["facts"]
+    assert got["history"] == expected["history"]
+    # and a further poll finds nothing left to do
+    again = consolidate(user=USER, flush=True)
+    assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
+    assert snapshot(rt, USER) == expected

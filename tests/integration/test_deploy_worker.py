@@ -1,0 +1,139 @@
+"""From a fresh checkout against a real local Prefect server: create the work
+pool, `prefect deploy --all` from deployments/prefect.yaml, start a process
+worker, trigger `consolidate` by hand and see it Completed; then the same
+flows served by `episodic serve`, which stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from episodic.config import Settings
+from tasks.ingest import ingest_file
+from tasks.runtime import get_runtime
+from tests.integration.helpers import synthetic_stream, write_jsonl
+from tests.integration.prefect_server import (
+    BIN,
+    Server,
+    flow_run_id,
+    prefect_server,
+    run,
+    start,
+    stop,
+    wait_for_state,
+)
+
+pytestmark = pytest.mark.slow
+PREFECT = str(BIN / "prefect")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with prefect_server(tmp_path_factory.mktemp("prefect-deploy")) as srv:
+        yield srv
+
+
+def _ingest(srv: Server, user: str) -> int:
+    settings = Settings(home=srv.home / "episodic", embedder="hash", llm="offline")
+    rt = get_runtime(settings)
+    path = write_jsonl(srv.home / f"{user}.jsonl", synthetic_stream(user=user))
+    return ingest_file(rt.raw, path, "jsonl").accepted
+
+
+def _episodes(srv: Server, user: str) -> int:
+    settings = Settings(home=srv.home / "episodic", embedder="hash", llm="offline")
+    return len(get_runtime(settings).episodes.list(user))
+
+
+def test_deploy_from_yaml_and_worker_completes_consolidate(server: Server) -> None:
+    env = server.env()
+    assert _ingest(server, "u1") > 0
+    run([PREFECT, "work-pool", "create", "episodic-pool", "--type", "process"], env)
+    t0 = time.monotonic()
+    out = run(
+        [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", "deployments/prefect.yaml"],
+        env,
+    )
+    deploy_s = time.monotonic() - t0
+    for name in (
+        "consolidate/consolidate",
+        "reflect/reflect",
+        "maintain/maintain",
+        "ingest/ingest",
+    ):
+        assert f"Deployment '{name}' successfully created" in out, out
+    deployments = server.post("/deployments/filter", {})
+    by_name = {d["name"]: d for d in deployments}
+    assert set(by_name) == {"consolidate", "reflect", "maintain", "ingest"}
+    assert by_name["consolidate"]["work_pool_name"] == "episodic-pool"
+    crons = {d["name"]: [s["schedule"].get("cron") for s in d["schedules"]] for d in deployments}
+    assert crons == {
+        "consolidate": ["* * * * *"],
+        "reflect": ["*/10 * * * *"],
+        "maintain": ["0 3 * * *"],
+        "ingest": [],
+    }
+
+    worker = start(
+        [PREFECT, "worker", "start", "--pool", "episodic-pool"], env, server.home / "worker.log"
+    )
+    try:
+        out = run(
+            [PREFECT, "deployment", "run", "consolidate/consolidate", "--param", "user=u1"], env
+        )
+        flow_run = wait_for_state(server, flow_run_id(out), timeout=180)
+    finally:
+        stopped = stop(worker, int_s=15.0, term_s=10.0)
+        print(
+            f"deploy {deploy_s:.1f} s; worker stopped by {stopped.by} in {stopped.seconds} s "
+            f"(exit {stopped.returncode})"
+        )
+    log = (server.home / "worker.log").read_text(errors="replace")
+    assert flow_run["state"]["type"] == "COMPLETED", log[-3000:]
+    assert flow_run["name"].startswith("consolidate-u1-")  # readable run names
+    assert _episodes(server, "u1") > 0
+    artifacts = server.post(
+        "/artifacts/filter", {"artifacts": {"key": {"any_": ["consolidate-report"]}}}
+    )
+    assert any(a["flow_run_id"] == flow_run["id"] for a in artifacts)
+
+
+def test_episodic_serve_runs_a_flow_and_stops_on_sigterm(server: Server) -> None:
+    env = server.env()
+    _ingest(server, "u2")
+    serve = start([str(BIN / "episodic"), "serve"], env, server.home / "serve.log")
+    try:
+        # the served deployment exists once serve has registered it
+        deadline = time.monotonic() + 150
+        out = ""
+        while time.monotonic() < deadline:
+            assert serve.poll() is None, (server.home / "serve.log").read_text()[-3000:]
+            deps = server.post("/deployments/filter", {})
+            served = [d for d in deps if d["name"] == "consolidate" and d["work_pool_name"] is None]
+            if served:
+                out = run(
+                    [PREFECT, "deployment", "run", "consolidate/consolidate", "--param", "user=u2"],
+                    env,
+                )
+                break
+            time.sleep(2)
+        assert out, "episodic serve did not register its deployments"
+        flow_run = wait_for_state(server, flow_run_id(out), timeout=180)
+        assert flow_run["state"]["type"] == "COMPLETED"
+        assert _episodes(server, "u2") > 0
+    finally:
+        t0 = time.monotonic()
+        serve.terminate()  # SIGTERM, as a service manager sends it
+        try:
+            code = serve.wait(timeout=60)
+        except Exception:
+            code = None
+        took = time.monotonic() - t0
+        leftover = stop(serve, int_s=5.0, term_s=5.0)
+    log = (server.home / "serve.log").read_text(errors="replace")
+    print(f"episodic serve stopped on SIGTERM in {took:.1f} s with code {code}")
+    assert code in (0, 143), f"exit {code} ({leftover.by}):\n{log[-3000:]}"
+    assert "episodic serve: stopped" in log
+    assert "Traceback" not in log
