@@ -63,7 +63,7 @@ def ingest(
             )
         else:
             with Progress(console=err, transient=True) as bar:
-                job = bar.add_task(f"ingest {path.name}", total=max(1, path.stat().st_size))
+                job = bar.add_task(f"ingest {path.name}", total=max(1, path.stat().st_size if path.is_file() else 1))
                 report = ingest_file(
                     rt.raw,
                     path,

@@ -16,7 +16,7 @@ from storage.lease import user_lease
 from tasks.runtime import get_runtime
 from tasks.steps import merge_facts, score_salience, segment_stream
 
-SALIENCE_CHUNK = 50
+SALIENCE_CHUNK = 500  # one read and one write per chunk: fewer, larger writes
 
 
 def _work(user: str | None) -> dict[str, list[tuple[str, int]]]:

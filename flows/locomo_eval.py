@@ -38,12 +38,16 @@ from episodic.config import Settings
 from episodic.embed import make_embedder
 from episodic.evaluate import evidence_recall
 from episodic.llm.factory import make_provider
+from episodic.segment import Detector
+from episodic.segment.detector import DetectorConfig
 from storage.db import Store
 from tasks.ingest import ingest_file
 from tasks.runtime import Runtime
-from tasks.segment import poll_stream
+from tasks.segment import poll_stream, to_seg_turn
 
-METHODS = ("episodes", "window10", "session", "turn")
+# window_matched: fixed windows as long as the mean episode of the conversation,
+# the control that tells segmentation apart from granularity
+METHODS = ("episodes", "window10", "window_matched", "session", "turn")
 REPRESENTATIONS = ("mean", "text", "max")
 WINDOW = 10
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
@@ -142,7 +146,24 @@ class Conversation:
     by_reason: Counter[str]
 
 
-def _load_conversation(rt: Runtime, sample: dict[str, Any], work: Path, index: int) -> Conversation:
+def _resegment(turns: Sequence[Any], mat: np.ndarray, config: DetectorConfig) -> list[list[int]]:
+    """The detector run afresh over the stored turns and vectors, in one pass."""
+    det = Detector(config)
+    segs = []
+    for t, v in zip(turns, mat, strict=True):
+        segs.extend(det.update(to_seg_turn(t, v)))
+    segs.extend(det.flush())
+    row_of = {t.turn_id: i for i, t in enumerate(turns)}
+    return [[row_of[tid] for tid in s.turn_ids] for s in segs]
+
+
+def _load_conversation(
+    rt: Runtime,
+    sample: dict[str, Any],
+    work: Path,
+    index: int,
+    config: DetectorConfig | None = None,
+) -> Conversation:
     sid = str(sample.get("sample_id") or f"sample-{index}")
     src = work / f"{index}.json"
     src.write_text(json.dumps([sample]), encoding="utf-8")
@@ -159,10 +180,18 @@ def _load_conversation(rt: Runtime, sample: dict[str, Any], work: Path, index: i
     sessions: dict[int, list[int]] = {}
     for i, t in enumerate(turns):
         sessions.setdefault(int(t.meta.get("session", 0)), []).append(i)
-    eps = rt.episodes.list(sid, sid)
+    if config is None:
+        eps = rt.episodes.list(sid, sid)
+        spans = [[row_of[tid] for tid in e.turn_ids] for e in eps]
+        reasons = Counter(e.boundary_reason for e in eps)
+    else:
+        spans = _resegment(turns, mat, config)
+        reasons = Counter({"resegmented": len(spans)})
+    matched = max(1, round(len(turns) / max(1, len(spans))))
     groups = {
-        "episodes": [[row_of[tid] for tid in e.turn_ids] for e in eps],
+        "episodes": spans,
         "window10": windows(list(sessions.values())),
+        "window_matched": windows(list(sessions.values()), matched),
         "session": list(sessions.values()),
         "turn": [[i] for i in range(len(turns))],
     }
@@ -177,7 +206,7 @@ def _load_conversation(rt: Runtime, sample: dict[str, Any], work: Path, index: i
         turns=mat,
         units=units,
         questions=[],
-        by_reason=Counter(e.boundary_reason for e in eps),
+        by_reason=reasons,
     )
 
 
@@ -203,12 +232,17 @@ def run_locomo_eval(
     representation: str = "mean",
     max_conversations: int | None = None,
     workdir: str | Path | None = None,
+    detector: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Evidence recall per method at each k and at an equal budget of turns.
 
-    The store lives in a temporary directory (or `workdir`), never in the
-    user's EPISODIC_HOME, and is removed afterwards unless `workdir` is given.
+    The store lives in a temporary directory (or `workdir`, reused when run
+    again: ingest and segmentation are idempotent), never in the user's
+    EPISODIC_HOME, and is removed afterwards unless `workdir` is given.
+    `detector` (DetectorConfig fields) re-segments the stored turns with other
+    settings, to study segmentation without touching the production defaults.
     """
+    config = DetectorConfig.from_dict(detector) if detector else None
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
         raise ValueError(f"k values must be >= 1, got {ks}")
@@ -222,8 +256,10 @@ def run_locomo_eval(
     started = time.monotonic()
     home = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="episodic-locomo-"))
     try:
-        settings = Settings(home=home, db_uri=str(home / "lancedb"), embedder=embedder, llm="offline")
-        emb = make_embedder(embedder)
+        emb = make_embedder(embedder)  # an unknown name raises ValueError here
+        settings = Settings.model_validate(
+            {"home": home, "db_uri": str(home / "lancedb"), "embedder": embedder, "llm": "offline"}
+        )
         rt = Runtime(
             settings=settings,
             store=Store(settings.database_uri, dim=emb.dim),
@@ -234,7 +270,7 @@ def run_locomo_eval(
         malformed = unknown = skipped = 0
         reasons: Counter[str] = Counter()
         for i, sample in enumerate(samples):
-            conv = _load_conversation(rt, sample, home, i)
+            conv = _load_conversation(rt, sample, home, i, config)
             reasons.update(conv.by_reason)
             known = set(conv.dia_ids)
             for qa in sample.get("qa", []):
@@ -245,7 +281,9 @@ def run_locomo_eval(
                 if not kept:
                     skipped += 1
                     continue
-                conv.questions.append((str(qa.get("question", "")), kept, int(qa.get("category", 0))))
+                conv.questions.append(
+                    (str(qa.get("question", "")), kept, int(qa.get("category", 0)))
+                )
             _score(rt, conv, tallies, ks, budget, representation)
         n_questions = len(tallies["turn"].at_budget)
         return {
@@ -261,6 +299,7 @@ def run_locomo_eval(
             "ks": ks,
             "budget": budget,
             "episode_boundaries": dict(reasons.most_common()),
+            "detector_overrides": detector or {},
             "methods": {m: _summary(t, ks) for m, t in tallies.items()},
             "seconds": round(time.monotonic() - started, 1),
         }
@@ -309,10 +348,14 @@ def _mean(xs: Sequence[float]) -> float:
 def _summary(t: _Tally, ks: Sequence[int]) -> dict[str, Any]:
     return {
         "recall_at_k": {str(k): _mean(t.at_k[k]) for k in ks},
-        "turns_at_k": {str(k): round(float(np.mean(t.turns_at_k[k])), 1) if t.turns_at_k[k] else 0.0
-                       for k in ks},
+        "turns_at_k": {
+            str(k): round(float(np.mean(t.turns_at_k[k])), 1) if t.turns_at_k[k] else 0.0
+            for k in ks
+        },
         "recall_at_budget": _mean(t.at_budget),
-        "recall_at_budget_by_category": {str(c): _mean(v) for c, v in sorted(t.by_category.items())},
+        "recall_at_budget_by_category": {
+            str(c): _mean(v) for c, v in sorted(t.by_category.items())
+        },
         "mean_turns_per_unit": round(t.unit_turns / t.units, 2) if t.units else 0.0,
         "n_units": t.units,
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from prefect import flow, task
@@ -16,8 +16,10 @@ from tasks.runtime import get_runtime
 
 
 @task(name="decay-user", task_run_name="decay-{user_id}", cache_policy=NO_CACHE)
-def decay_task(user_id: str, tau_hours: float, floor: float) -> list[dict[str, Any]]:
-    return decay_user(get_runtime(), user_id, DecayPolicy(tau_hours=tau_hours, floor=floor))
+def decay_task(
+    user_id: str, tau_hours: float, floor: float, now: datetime | None = None
+) -> list[dict[str, Any]]:
+    return decay_user(get_runtime(), user_id, DecayPolicy(tau_hours=tau_hours, floor=floor), now)
 
 
 @task(name="table-upkeep", cache_policy=NO_CACHE)
@@ -31,13 +33,16 @@ def maintain(
     tau_hours: float = 168.0,
     floor: float = 0.5,
     keep_versions_hours: float = 1.0,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Decay salience by time since last recall, archive below the floor, compact tables."""
+    """Decay salience by time since last recall, archive below the floor, compact tables.
+
+    `now` defaults to the wall clock; a replay or a test may set it."""
     rt = get_runtime()
     users = [user] if user else rt.episodes.users()
     changed: list[dict[str, Any]] = []
     for uid in users:
-        changed.extend(decay_task(uid, tau_hours, floor))
+        changed.extend(decay_task(uid, tau_hours, floor, now))
     tables = upkeep_task(keep_versions_hours)
     archived = sum(1 for r in changed if r["action"] == "archived")
     publish_table(

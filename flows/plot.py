@@ -71,6 +71,7 @@ class Timeline:
     scores: list[dict[str, float]]
     episodes: list[Episode]
     cuts: list[tuple[float, str]] = field(default_factory=list)  # (x between turns, reason)
+    replayed: list[tuple[int, str]] = field(default_factory=list)  # (last seq, reason) of the replay
 
 
 def pick_stream(rt: Runtime, user_id: str, stream_id: str | None) -> tuple[str, int]:
@@ -94,6 +95,7 @@ def build_timeline(rt: Runtime, user_id: str, stream_id: str | None = None) -> T
     det = Detector(config)  # no judge: a replay must not call an LLM
     turns: list[Turn] = []
     scores: list[dict[str, float]] = []
+    replayed: list[tuple[int, str]] = []
     after = -1
     while after < head:
         upto = min(head, after + READ_BATCH)
@@ -108,11 +110,12 @@ def build_timeline(rt: Runtime, user_id: str, stream_id: str | None = None) -> T
             for t, v in zip(missing, rt.embedder.embed([t.text for t in missing]), strict=True):
                 have[t.turn_id] = np.asarray(v, dtype=np.float32)
         for t in batch:
-            det.update(to_seg_turn(t, have[t.turn_id]))
+            for seg in det.update(to_seg_turn(t, have[t.turn_id])):
+                replayed.append((seg.seqs[-1], seg.reason))
             turns.append(t)
             scores.append(det.last_scores)
     episodes = rt.episodes.list(user_id, stream)
-    tl = Timeline(user_id, stream, config, turns, scores, episodes)
+    tl = Timeline(user_id, stream, config, turns, scores, episodes, replayed=replayed)
     # an episode's reason is why it was closed: the cut sits after its last turn
     tl.cuts = [(e.last_seq + 0.5, e.boundary_reason) for e in episodes]
     return tl

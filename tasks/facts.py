@@ -117,10 +117,10 @@ def merge_episode(
             rt.episodes.update(e.user_id, changes)
             if done:
                 done.clear()
-            crashpoint("after_fact_plan")
+        crashpoint("after_fact_plan")
     if plan:
         rt.facts.apply(e.user_id, e.episode_id, plan, now)
-        crashpoint("after_fact_apply")
+    crashpoint("after_fact_apply")
     if done is None:
         rt.episodes.update(
             e.user_id, {e.episode_id: {"facts_state": "done", "fact_plan": plan_json}}
@@ -207,7 +207,11 @@ def _commit(
     now: datetime,
     done: dict[str, str],
 ) -> None:
-    """Plans first (with the done marks owed so far), then the facts."""
+    """Plans first (with the done marks owed so far), then the facts.
+
+    The crash points fire once per episode, as they did when each episode was
+    written alone: the nth is the state in which the nth plan is saved (or
+    applied), together with the rest of its window."""
     with_facts = [(e, plan, pj) for e, plan, pj in queued if plan]
     if with_facts:
         changes = _done_changes(done)
@@ -215,8 +219,11 @@ def _commit(
             changes[e.episode_id] = {"facts_state": "planned", "fact_plan": pj}
         rt.episodes.update(user_id, changes)
         done.clear()
+    for _ in queued:
         crashpoint("after_fact_plan")
+    if with_facts:
         rt.facts.apply_many(user_id, [(e.episode_id, plan) for e, plan, _ in with_facts], now)
+    for _ in queued:
         crashpoint("after_fact_apply")
     for e, _, pj in queued:
         done[e.episode_id] = pj

@@ -22,6 +22,7 @@ from episodic.reflection import (
     should_reflect,
     validate_evidence,
 )
+from storage import filters
 from tasks.runtime import Runtime, get_runtime
 from tasks.search import SearchOptions, search
 
@@ -50,6 +51,25 @@ def since_last(rt: Runtime, user_id: str) -> tuple[list[Episode], float]:
     return eps, salience_since([e.salience for e in eps])
 
 
+def owners(rt: Runtime, ids: list[str]) -> dict[str, str]:
+    """The user of each id as storage records it (episodes and facts), whatever
+    the caller or the model believes; an id found nowhere is left out."""
+    found: dict[str, str] = {}
+    if not ids:
+        return found
+    for table, column in (("episodes", "episode_id"), ("facts", "fact_id")):
+        rows = (
+            rt.store.table(table)
+            .search()
+            .where(filters.within(column, ids))
+            .select([column, "user_id"])
+            .limit(10 * len(ids) + 1)  # facts keep several rows per id
+            .to_list()
+        )
+        found.update({str(r[column]): str(r["user_id"]) for r in rows})
+    return found
+
+
 def reflect_if_due(user_id: str, *, force: bool = False) -> dict[str, Any]:
     rt = get_runtime()
     eps, total = since_last(rt, user_id)
@@ -75,7 +95,6 @@ def reflect_user(
         context={"statements": statements},
     ).value
     run.questions = len(focal.questions)
-    owner_of = {e.episode_id: e.user_id for e in eps}
     salience_of = {e.episode_id: float(e.salience) for e in eps}
     kind_of = {e.episode_id: "episode" for e in eps}
     made: dict[str, Reflection] = {}
@@ -88,7 +107,6 @@ def reflect_user(
             if h.item_id not in seen and len(pool) < MAX_SOURCES:
                 pool.append(ReflectionSource(h.item_id, h.text, h.raw_importance))
                 seen.add(h.item_id)
-                owner_of[h.item_id] = user_id  # search is scoped to this user
                 salience_of[h.item_id] = h.raw_importance
                 kind_of[h.item_id] = h.kind
         answer = structured_or_offline(
@@ -98,8 +116,11 @@ def reflect_user(
             context={"sources": pool},
         ).value
         ids = [p.item_id for p in pool]
-        for ins in answer.insights:
-            cited = map_evidence(ins.evidence, ids)
+        cited_by = [map_evidence(ins.evidence, ids) for ins in answer.insights]
+        # ownership from storage: a pool polluted by a caller or a retrieval
+        # bug must not let another user's item into this user's reflections
+        owner_of = owners(rt, sorted({i for c in cited_by for i in c}))
+        for ins, cited in zip(answer.insights, cited_by, strict=True):
             valid = validate_evidence(cited, user_id=user_id, owner_of=owner_of)
             run.dropped_evidence += len(ins.evidence) - len(valid)
             if not valid:

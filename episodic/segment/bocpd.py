@@ -35,9 +35,9 @@ def projection(dim: int, k: int, seed: int) -> np.ndarray:
     Each projected coordinate of a unit vector has variance about 1.
     """
     need = dim * k
-    chunks = []
+    chunks: list[bytes] = []
     counter = 0
-    while sum(len(c) for c in chunks) * 8 < need:
+    while len(chunks) * 256 < need:
         chunks.append(hashlib.sha256(f"episodic-bocpd:{seed}:{counter}".encode()).digest())
         counter += 1
     bits = np.unpackbits(np.frombuffer(b"".join(chunks), dtype=np.uint8))[:need]

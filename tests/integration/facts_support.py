@@ -260,7 +260,9 @@ def snapshot(rt: Runtime, user: str = USER) -> dict[str, Any]:
          h.decided_by)
         for h in rt.facts.all_history(user)
     )  # fmt: skip
-    marks = sorted((c.stream_id, c.watermark, tuple(c.open_turn_ids)) for c in rt.checkpoints.all(user))
+    marks = sorted(
+        (c.stream_id, c.watermark, tuple(c.open_turn_ids)) for c in rt.checkpoints.all(user)
+    )
     return {"episodes": episodes, "facts": facts, "history": history, "checkpoints": marks}
 
 

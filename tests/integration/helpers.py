@@ -37,7 +37,10 @@ TOPICS = [
 
 
 def synthetic_stream(
-    user: str = "u1", stream: str = "s1", n_per_topic: int = 6, start: datetime | None = None,
+    user: str = "u1",
+    stream: str = "s1",
+    n_per_topic: int = 6,
+    start: datetime | None = None,
     gap_minutes: float = 2.0,
 ) -> list[dict[str, Any]]:
     """Turns over a few topics, user and assistant alternating."""
@@ -47,7 +50,14 @@ def synthetic_stream(
         for i in range(n_per_topic):
             role = "user" if i % 2 == 0 else "assistant"
             text = f"{topic} — step {i}: {words} {words.split()[0]} details {i}"
-            out.append({"user_id": user, "stream_id": stream, "role": role, "text": text,
-                        "ts": t.isoformat()})
+            out.append(
+                {
+                    "user_id": user,
+                    "stream_id": stream,
+                    "role": role,
+                    "text": text,
+                    "ts": t.isoformat(),
+                }
+            )
             t += timedelta(minutes=gap_minutes)
     return out

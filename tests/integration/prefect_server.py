@@ -114,6 +114,9 @@ class Server:
         r.raise_for_status()
         return r.json()
 
+    def delete(self, path: str) -> None:
+        httpx.delete(f"{self.api_url}{path}", timeout=30).raise_for_status()
+
     def post(self, path: str, body: dict[str, Any]) -> Any:
         r = httpx.post(f"{self.api_url}{path}", json=body, timeout=30)
         r.raise_for_status()

@@ -99,8 +99,13 @@ def fact_turns(
             else:
                 text = f"here is more on {words} (step {i} of episode {e}) {marker}".strip()
             out.append(
-                {"user_id": user, "stream_id": stream, "role": role, "text": text,
-                 "ts": t.isoformat()}
+                {
+                    "user_id": user,
+                    "stream_id": stream,
+                    "role": role,
+                    "text": text,
+                    "ts": t.isoformat(),
+                }
             )
             t += timedelta(minutes=1)
         t += timedelta(minutes=45)
@@ -154,8 +159,9 @@ def open_repos(home: Path) -> Any:
         checkpoints: Any
         reflections: Any
 
-    return Repos(store, RawLog(store), Episodes(store), Facts(store), Checkpoints(store),
-                 Reflections(store))
+    return Repos(
+        store, RawLog(store), Episodes(store), Facts(store), Checkpoints(store), Reflections(store)
+    )
 
 
 # ---- state and invariants ------------------------------------------------------
@@ -353,8 +359,9 @@ class ForkServer:
         for job in jobs:
             self._n += 1
             tag = self.workdir / f"child-{self._n}"
-            reqs.append({**job, "home": str(job["home"]), "result": f"{tag}.json",
-                         "log": f"{tag}.log"})
+            reqs.append(
+                {**job, "home": str(job["home"]), "result": f"{tag}.json", "log": f"{tag}.log"}
+            )
         self.proc.stdin.write(json.dumps(reqs) + "\n")
         self.proc.stdin.flush()
         answer = json.loads(self._readline(timeout))
@@ -436,8 +443,11 @@ def serve() -> None:
             pid = os.fork()
             if pid == 0:
                 _child(req)
-            children[pid] = {"t0": time.monotonic(), "kill_after": req.get("kill_after"),
-                             "killed": False}
+            children[pid] = {
+                "t0": time.monotonic(),
+                "kill_after": req.get("kill_after"),
+                "killed": False,
+            }
             order.append(pid)
         done = _wait(children)
         print(json.dumps([done[p] for p in order]), flush=True)

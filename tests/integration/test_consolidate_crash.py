@@ -77,18 +77,18 @@ def workload() -> list[Say]:
     return says
 
 
-def _run(rt: Runtime, tmp: Path) -> dict[str, Any]:
-    ingest(rt, tmp / "turns.jsonl", workload())
-    return consolidate(user=USER, flush=True)
+def _ingest(rt: Runtime, source: Path) -> None:
+    # turn ids hash the source path: every run ingests the same file
+    assert ingest(rt, source, workload()).accepted == len(workload())
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], int]]:
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], int, Path]]:
     """The uninterrupted run, and how often it passes `after_checkpoint`."""
     tmp = tmp_path_factory.mktemp("baseline")
     with pytest.MonkeyPatch.context() as mp:
         rt = runtime_for("offline", tmp / "home", mp, **SETTINGS)
-        ingest(rt, tmp / "turns.jsonl", workload())
+        _ingest(rt, tmp / "turns.jsonl")
         crashpoints.reset()
         mp.setenv("EPISODIC_CRASHPOINT", "after_checkpoint:0:raise")  # counts, never fires
         consolidate(user=USER, flush=True)
@@ -96,11 +96,11 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[st
         crashpoints.reset()
         snap = snapshot(rt, USER)
     reset_runtimes()
-    yield snap, checkpoints
+    yield snap, checkpoints, tmp / "turns.jsonl"
 
 
-def test_baseline_has_work_for_every_point(baseline: tuple[dict[str, Any], int]) -> None:
-    snap, checkpoints = baseline
+def test_baseline_has_work_for_every_point(baseline: tuple[dict[str, Any], int, Path]) -> None:
+    snap, checkpoints, _ = baseline
     assert len(snap["episodes"]) >= 6
     assert checkpoints >= 4
     assert {h[2] for h in snap["history"]} >= {"ADD", "UPDATE", "DELETE"}
@@ -111,14 +111,14 @@ def test_baseline_has_work_for_every_point(baseline: tuple[dict[str, Any], int])
 def test_crash_then_rerun_equals_uninterrupted(
     point: str,
     nth: int,
-    baseline: tuple[dict[str, Any], int],
+    baseline: tuple[dict[str, Any], int, Path],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    expected, checkpoints = baseline
+    expected, checkpoints, source = baseline
     nth = checkpoints if nth < 0 else nth
     rt = runtime_for("offline", tmp_path / "home", monkeypatch, **SETTINGS)
-    ingest(rt, tmp_path / "turns.jsonl", workload())
+    _ingest(rt, source)
     crashpoints.reset()
     monkeypatch.setenv("EPISODIC_CRASHPOINT", f"{point}:{nth}:raise")
     crashed = False
@@ -141,3 +141,4 @@ def test_crash_then_rerun_equals_uninterrupted(
     again = consolidate(user=USER, flush=True)
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
     assert snapshot(rt, USER) == expected
+

@@ -76,7 +76,9 @@ def env(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Env]:
     if request.param == "offline":
-        yield Env("offline", runtime_for("counting", tmp_path / "home", monkeypatch), None, tmp_path)
+        yield Env(
+            "offline", runtime_for("counting", tmp_path / "home", monkeypatch), None, tmp_path
+        )
         return
     model = ScriptedModel(extract=EXTRACT_SCRIPT, merge_rules=MERGE_RULES)
     with AnthropicStub(default=lambda n: model.action(n)) as stub:
@@ -176,7 +178,9 @@ def test_dog_died_is_deleted_and_still_readable_with_all(env: Env) -> None:
 
 
 def _out_of_range(body: dict[str, Any]) -> dict[str, Any]:
-    return {"decisions": [{"event": "UPDATE", "id": 7, "text": "User lives in Berlin", "new_index": 1}]}
+    return {
+        "decisions": [{"event": "UPDATE", "id": 7, "text": "User lives in Berlin", "new_index": 1}]
+    }
 
 
 def _fake_handler(messages: Any, response_model: Any, context: dict[str, Any]) -> Any:

@@ -170,7 +170,12 @@ def _report(kind: str, crash: dict[str, int], final: dict[str, int], progress: s
 
 @pytest.mark.parametrize(("point", "nth"), POINTS, ids=[f"{p}-{n}" for p, n in POINTS])
 def test_crash_point_then_rerun(
-    server: ForkServer, pristine: Path, reference: dict[str, Any], tmp_path: Path, point: str, nth: int
+    server: ForkServer,
+    pristine: Path,
+    reference: dict[str, Any],
+    tmp_path: Path,
+    point: str,
+    nth: int,
 ) -> None:
     home = _trial_home(tmp_path, pristine)
     (res,) = server.run({"home": home, "settings": SETTINGS, "crash": f"{point}:{nth}"})
@@ -201,7 +206,9 @@ def test_sigkill_at_random_time_then_rerun(
     _report("sigkill" if res.killed else "sigkill-missed", crash, final, progress)
 
 
-@pytest.mark.parametrize(("first", "second"), DOUBLE, ids=["episodes-then-plan", "embed-then-apply"])
+@pytest.mark.parametrize(
+    ("first", "second"), DOUBLE, ids=["episodes-then-plan", "embed-then-apply"]
+)
 def test_two_crashes_in_a_row(
     server: ForkServer,
     pristine: Path,
@@ -237,7 +244,11 @@ def test_cli_process_killed_at_crash_point(
     exe = Path(sys.executable).with_name("episodic")
     proc = subprocess.run(
         [str(exe), "consolidate", "--json", "--flush"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 137, proc.stderr[-2000:]
     repos = open_repos(home)

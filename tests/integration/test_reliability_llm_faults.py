@@ -40,7 +40,9 @@ def valid_answer(tool: str, rng: random.Random) -> dict[str, Any]:
     if tool == "ExtractedFacts":
         if rng.random() < 0.5:
             return {"facts": []}
-        return {"facts": [{"text": f"User mentioned stub topic {rng.randint(0, 40)}", "support": [1]}]}
+        return {
+            "facts": [{"text": f"User mentioned stub topic {rng.randint(0, 40)}", "support": [1]}]
+        }
     if tool == "MergeDecisions":
         return {"decisions": [{"event": "ADD", "id": None, "text": "", "new_index": 1}]}
     if tool == "FocalQuestions":
@@ -72,7 +74,9 @@ class FaultyAnthropic(AnthropicStub):
     def _pick(self, n: int) -> Action:
         r = self.rng.random()
         if r < 0.50:
-            return Answer(AUTO, input_tokens=self.rng.randint(50, 500), output_tokens=self.rng.randint(5, 60))
+            return Answer(
+                AUTO, input_tokens=self.rng.randint(50, 500), output_tokens=self.rng.randint(5, 60)
+            )
         if r < 0.60:
             return Status(429, {"retry-after-ms": "1"}, message="rate limited")
         if r < 0.70:
@@ -119,8 +123,15 @@ def episodes_input(user: str, n: int, start: datetime) -> list[dict[str, Any]]:
             ("user", f"I need help with task {i}: the deploy of service {i % 7} failed"),
             ("assistant", f"Looking at task {i}: restart service {i % 7} and check the logs"),
         ):
-            out.append({"user_id": "fault-user", "stream_id": "s", "role": role, "text": text,
-                        "ts": t.isoformat()})
+            out.append(
+                {
+                    "user_id": "fault-user",
+                    "stream_id": "s",
+                    "role": role,
+                    "text": text,
+                    "ts": t.isoformat(),
+                }
+            )
             t += timedelta(minutes=1)
         t += timedelta(minutes=45)
     return out

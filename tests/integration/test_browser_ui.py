@@ -1,0 +1,104 @@
+"""What a person sees: a consolidation run against a real `prefect server
+start`, then the Prefect UI in headless Debian Chromium shows the flow run by
+its readable name and its markdown artifact. Screenshots land in the test's
+tmp dir (and, when EPISODIC_UI_SCREENSHOT names a path, there too)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from episodic.config import Settings
+from tasks.ingest import ingest_file
+from tasks.runtime import get_runtime
+from tests.integration.helpers import synthetic_stream, write_jsonl
+from tests.integration.prefect_server import BIN, Server, prefect_server, run
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
+    "--window-size=1400,1000",
+)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[object]:
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip(
+            "Debian chromium not installed: apt-get install chromium chromium-driver"
+        )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = str(CHROMIUM)
+    for flag in FLAGS:
+        opts.add_argument(flag)
+    opts.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "driver.log"))
+    driver = webdriver.Chrome(service=service, options=opts)
+    driver.set_page_load_timeout(120)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _wait_for_text(driver, url: str, text: str, timeout: float = 90.0) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url)
+    WebDriverWait(driver, timeout, poll_frequency=1.0).until(
+        lambda d: text in d.find_element(By.TAG_NAME, "body").text
+    )
+
+
+def test_flow_run_and_artifact_visible_in_prefect_ui(tmp_path: Path, browser) -> None:  # type: ignore[no-untyped-def]
+    with prefect_server(tmp_path / "srv") as srv:
+        run_name, run_id = _consolidate(srv, tmp_path)
+        driver = browser
+        _wait_for_text(driver, f"{srv.url}/runs", run_name)
+        driver.save_screenshot(str(tmp_path / "runs.png"))
+        _wait_for_text(driver, f"{srv.url}/runs/flow-run/{run_id}", run_name)
+        driver.save_screenshot(str(tmp_path / "flow-run.png"))
+        _wait_for_text(
+            driver, f"{srv.url}/runs/flow-run/{run_id}?tab=Artifacts", "consolidate-report"
+        )
+        driver.save_screenshot(str(tmp_path / "flow-run-artifacts.png"))
+        _wait_for_text(
+            driver, f"{srv.url}/artifacts/key/consolidate-report", "Episodes closed by reason"
+        )
+        shot = tmp_path / "artifact.png"
+        driver.save_screenshot(str(shot))
+    assert (tmp_path / "runs.png").stat().st_size > 10_000 and shot.stat().st_size > 10_000
+    keep = os.environ.get("EPISODIC_UI_SCREENSHOT")
+    if keep:
+        shutil.copyfile(tmp_path / "flow-run.png", keep)
+
+
+def _consolidate(srv: Server, tmp_path: Path) -> tuple[str, str]:
+    """Ingest a stream and run `episodic consolidate` against the server."""
+    rt = get_runtime(Settings(home=srv.home / "episodic", embedder="hash", llm="offline"))
+    ingest_file(rt.raw, write_jsonl(tmp_path / "t.jsonl", synthetic_stream(user="alice")), "jsonl")
+    run([str(BIN / "episodic"), "consolidate", "--user", "alice"], srv.env(), timeout=300)
+    runs = srv.post("/flow_runs/filter", {"flow_runs": {"name": {"like_": "consolidate-alice-"}}})
+    done = [r for r in runs if r["state"]["type"] == "COMPLETED"]
+    assert done, runs
+    arts = srv.post("/artifacts/filter", {"artifacts": {"key": {"any_": ["consolidate-report"]}}})
+    assert any(a["flow_run_id"] == done[0]["id"] for a in arts)
+    return str(done[0]["name"]), str(done[0]["id"])

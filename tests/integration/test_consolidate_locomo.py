@@ -1,0 +1,66 @@
+"""Issue 4, end to end through the CLI: ingest LoCoMo's five dev
+conversations, `episodic consolidate --json`, then `episodic episodes --json`
+shows for every conversation closed episodes with a reason and a salience
+between 1 and 10."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from tests.conftest import shared_data
+from tests.integration.facts_support import runtime_for
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+USER = "loco"
+KEYS = {"turns_processed", "episodes_closed", "by_reason", "llm_calls", "tokens"}
+
+
+def _json(*args: str) -> Any:
+    res = CliRunner().invoke(app, list(args))
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_locomo_dev5_consolidates_every_conversation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = shared_data("locomo", "locomo_dev5.json")
+    conversations = {s["sample_id"] for s in json.loads(path.read_text(encoding="utf-8"))}
+    runtime_for("offline", tmp_path / "home", monkeypatch)  # hash embedder, offline LLM
+
+    ingested = _json("ingest", str(path), "--user", USER, "--json")
+    assert ingested["rejected"] == 0 and set(ingested["streams"]) == conversations
+
+    summary = _json("consolidate", "--json")
+    assert KEYS <= set(summary)
+    assert summary["turns_processed"] == ingested["accepted"]
+    assert summary["episodes_closed"] > 0
+    assert sum(summary["by_reason"].values()) == summary["episodes_closed"]
+    assert summary["llm_calls"] >= summary["episodes_closed"]  # one salience call each at least
+    assert set(summary["tokens"]) == {"input", "output"}
+
+    episodes = _json("episodes", "--user", USER, "--json")
+    assert len(episodes) == summary["episodes_closed"]
+    assert {e["stream_id"] for e in episodes} == conversations  # every conversation
+    for e in episodes:
+        assert e["reason"], e
+        assert isinstance(e["salience"], int) and 1 <= e["salience"] <= 10, e
+        assert e["salience_source"] == "offline"
+        assert e["summary"]
+        assert e["first_seq"] <= e["last_seq"]
+    # the salience uses the scale, not one value
+    assert len({e["salience"] for e in episodes}) >= 4
+    # and no turn is in two episodes
+    spans = sorted((e["stream_id"], e["first_seq"], e["last_seq"]) for e in episodes)
+    for (s1, _, last), (s2, first, _) in zip(spans, spans[1:], strict=False):
+        assert s1 != s2 or first == last + 1
+
+    # a second run has nothing new to read
+    again = _json("consolidate", "--json")
+    assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
