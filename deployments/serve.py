@@ -24,7 +24,12 @@ def deployments() -> list[Any]:
     from flows.maintain import maintain
     from flows.reflect import reflect
 
-    flows = {"consolidate": consolidate, "reflect": reflect, "maintain": maintain, "ingest": ingest}
+    flows: dict[str, Any] = {
+        "consolidate": consolidate,
+        "reflect": reflect,
+        "maintain": maintain,
+        "ingest": ingest,
+    }
     out = []
     for name, f in flows.items():
         cron = SCHEDULES[name]

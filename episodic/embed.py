@@ -100,4 +100,12 @@ def make_embedder(name: str) -> Embedder:
         return MiniLMEmbedder()
     if name == "hash":
         return HashEmbedder()
-    raise ValueError(f"unknown embedder {name!r}; known: minilm, hash")
+    if name == "onnx-int8":
+        from episodic.embed_onnx import OnnxInt8Embedder
+
+        return OnnxInt8Embedder()
+    if name == "static":
+        from episodic.embed_static import StaticEmbedder
+
+        return StaticEmbedder()
+    raise ValueError(f"unknown embedder {name!r}; known: minilm, onnx-int8, static, hash")

@@ -175,7 +175,11 @@ def bench_env(embedder: str, home: Path | None = None) -> Iterator[Path]:
     keys = ("EPISODIC_DB_URI", "EPISODIC_EMBEDDER", "EPISODIC_LLM")
     saved = {k: os.environ.get(k) for k in keys}
     os.environ.update(
-        {"EPISODIC_DB_URI": str(tmp / "lancedb"), "EPISODIC_EMBEDDER": embedder, "EPISODIC_LLM": "offline"}
+        {
+            "EPISODIC_DB_URI": str(tmp / "lancedb"),
+            "EPISODIC_EMBEDDER": embedder,
+            "EPISODIC_LLM": "offline",
+        }
     )
     reset_runtimes()
     try:

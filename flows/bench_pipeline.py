@@ -16,7 +16,9 @@ from flows.bench_corpus import bench_env, ingest, machine, realistic_turns, repo
 TARGET_RATIO = 0.85
 
 
-def bench_pipeline(turns: int = 20_000, embedder: str = "minilm", users: int = 10) -> dict[str, Any]:
+def bench_pipeline(
+    turns: int = 20_000, embedder: str = "minilm", users: int = 10
+) -> dict[str, Any]:
     from flows.consolidate import consolidate
     from tasks.runtime import get_runtime
 

@@ -63,7 +63,8 @@ def ingest(
             )
         else:
             with Progress(console=err, transient=True) as bar:
-                job = bar.add_task(f"ingest {path.name}", total=max(1, path.stat().st_size if path.is_file() else 1))
+                size = path.stat().st_size if path.is_file() else 1  # else: IngestError below
+                job = bar.add_task(f"ingest {path.name}", total=max(1, size))
                 report = ingest_file(
                     rt.raw,
                     path,
@@ -350,14 +351,15 @@ def eval_locomo(
 @app.command()
 def bench(
     name: str = typer.Argument(
-        ..., help="segment|pipeline|incremental|retrieval|memory|reference|all"
+        ..., help="segment|pipeline|incremental|retrieval|memory|reference|embed-backends|all"
     ),
     as_json: bool = typer.Option(False, "--json"),
+    turns: int | None = typer.Option(None, "--turns", help="scale down (smoke runs)"),
 ) -> None:
     """Run a benchmark; prints its figures beside their targets."""
     from flows.bench import run_bench
 
-    res = run_bench(name)
+    res = run_bench(name, turns=turns)
     if as_json:
         _json(res)
     else:

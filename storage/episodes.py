@@ -98,7 +98,7 @@ class Episodes:
             out.extend(self._from_row(r) for r in rows)
         return out
 
-    def _existing_ids(self, user_id: str, ids: list[str]) -> set[str]:
+    def _existing_ids(self, user_id: str, ids: builtins.list[str]) -> set[str]:
         """Ids of this user's stored episodes; reads one column, not the rows."""
         found: set[str] = set()
         for i in range(0, len(ids), 1000):

@@ -5,6 +5,7 @@ for the few APIs (count_rows) that still take a string."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from lancedb import col, lit
 from lancedb.expr import Expr
@@ -39,3 +40,12 @@ def seq_range(user_id: str, stream_id: str, after: int, upto: int) -> Expr:
 
 def sql(expr: Expr) -> str:
     return str(expr.to_sql())
+
+
+def ne(column: str, value: str | int) -> Expr:
+    return col(column) != lit(value)
+
+
+def after(column: str, ts: datetime) -> Expr:
+    """column > ts; ts naive UTC, as the tables store it."""
+    return col(column) > lit(ts)

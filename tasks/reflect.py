@@ -23,6 +23,7 @@ from episodic.reflection import (
     validate_evidence,
 )
 from storage import filters
+from storage.codec import to_naive
 from tasks.runtime import Runtime, get_runtime
 from tasks.search import SearchOptions, search
 
@@ -43,9 +44,13 @@ class ReflectionRun:
 
 def since_last(rt: Runtime, user_id: str) -> tuple[list[Episode], float]:
     last = rt.reflections.last_reflected_at(user_id)
+    # filtered in the query: a poll must not read the user's whole history
+    cond = filters.ne("salience_source", "")
+    if last is not None:
+        cond = cond & filters.after("closed_at", to_naive(last))  # type: ignore[arg-type]
     eps = [
         e
-        for e in rt.episodes.list(user_id)
+        for e in rt.episodes.list(user_id, where=cond)
         if e.salience_source and (last is None or e.closed_at > last)
     ]
     return eps, salience_since([e.salience for e in eps])

@@ -14,7 +14,11 @@ they can still meet:
   episode (`is_negation_of`, same slot) becomes a DELETE, UPDATE or NOOP of
   that row (`Decision.target_index`);
 - a NOOP that repeats an earlier new fact points at the row that fact
-  created or at the stored fact it matched.
+  created or at the stored fact it matched;
+- a NOOP of a stored fact an earlier decision changed or ended is the
+  user's later word: an UPDATE of the new row when it sets the same slot to
+  another value ("moved to Berlin", then "I live in Paris"), an ADD when
+  the fact was ended, else a NOOP of the row that now carries it.
 
 Every change here is decided by "rule" and carries a note.
 """
@@ -78,6 +82,8 @@ class _Episode:
             d = self._repeat(d)
         elif d.event in ("UPDATE", "DELETE") and h is not None and h in self._fate:
             d = self._consumed(d, h)
+        elif d.event == "NOOP" and h is not None and h in self._fate:
+            d = self._restated(d, h)
         elif d.event == "ADD":
             d = self._meet_earlier_rows(d)
         self.out.append(d)
@@ -108,6 +114,18 @@ class _Episode:
         if is_negation_of(d.new_fact.text, self._texts[now]):
             return self.aim(d, now, "DELETE", "target already updated in this episode")
         return self.aim(d, h, "NOOP", "target already updated in this episode")
+
+    def _restated(self, d: Decision, h: Handle) -> Decision:
+        """A NOOP of a stored fact that an earlier decision of this episode
+        changed or ended: the new fact is the user's later word on it."""
+        now = self.alive(h)
+        if now is None:
+            return self.aim(d, None, "ADD", "restates a fact ended earlier in this episode")
+        new_slot, cur = parse_slot(d.new_fact.text), parse_slot(self._texts[now])
+        if new_slot is not None and cur is not None and new_slot.slot == cur.slot:
+            if new_slot.value != cur.value:
+                return self.aim(d, now, "UPDATE", "changes back a fact of the same episode")
+        return self.aim(d, now, "NOOP", "repeats a fact updated in this episode")
 
     def _meet_earlier_rows(self, d: Decision) -> Decision:
         new_slot = parse_slot(d.new_fact.text)

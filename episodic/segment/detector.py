@@ -9,13 +9,21 @@ and otherwise splits: when in doubt, split, because a continuity merge can
 join two pieces later but nothing can split a blurred episode after the fact.
 Soft cuts land only on anchor turns (user turns when `user_anchored`), never on
 a user correction, and never before the episode holds `min_turns` turns.
+
+With `decision_delay=1` (the default) a soft candidate is held back for one
+update: the anchor turn is scored together with the turn that follows it (its
+reply) against the episode so far, and the cut before it is emitted when that
+next turn arrives. The detector still reads each turn once, in order, with no
+look-ahead; it answers one turn later. A hard cut on the next turn, a next turn
+without a vector, `flush` and `close_idle` decide the held turn on its own score.
+The held turn counts as open (`open_turn_ids`) and is part of the checkpoint.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -25,13 +33,15 @@ from episodic.errors import LLMError, SegmenterStateError
 from episodic.segment.base import array_from_json, finite
 from episodic.segment.bocpd import ChangePoint, Surprisal
 from episodic.segment.episode import OpenEpisode, centroid, parse_ts
+from episodic.segment.pending import Pending
 from episodic.segment.semantic import SemanticShift
 from episodic.segment.signals import AgentMarker, IdleClose, SizeCap, Structural, TimeGap
 from episodic.segment.types import SIGNALS, ClosedSegment, Judge, JudgeAnswer, JudgeRequest, SegTurn
 
 STATE_FORMAT = "episodic.segment.detector"
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: stream mean in the semantic state, the held turn
 SOFT = ("semantic_shift", "change_point", "surprisal")
+HOLD = "hold"  # _decide: keep the turn back until its reply arrives
 
 
 @dataclass(frozen=True)
@@ -45,8 +55,11 @@ class DetectorConfig:
     time_gap_minutes: float = 30.0
     idle_minutes: float = 30.0
     # soft signals, each one's own firing point
-    semantic_threshold: float = 0.8  # cosine distance to the decayed mean
-    semantic_decay: float = 0.7  # weight of the newest turn in that mean
+    semantic_threshold: float = 1.1  # centred cosine distance to the decayed mean, (0, 2]
+    semantic_decay: float = 0.5  # weight of the newest turn in that mean
+    center: bool = True  # subtract the stream's running mean before cosines
+    center_prior_turns: float = 10.0  # shrinks that mean toward 0 early in a stream
+    decision_delay: int = 1  # 1: score an anchor turn with its reply, cut one update later
     cp_threshold: float = 0.5  # BOCPD P(new run)
     surprisal_threshold: float = 1.5  # z-score of the predictive surprisal
     surprisal_rate: float = 0.05
@@ -78,10 +91,16 @@ class DetectorConfig:
         for name in pos:
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0")
-        unit = ("semantic_threshold", "cp_threshold", "semantic_decay")
+        unit = ("cp_threshold", "semantic_decay")
         for name in unit:
             if not 0.0 < getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1]")
+        if not 0.0 < self.semantic_threshold <= 2.0:
+            raise ValueError("semantic_threshold must be in (0, 2]")
+        if not (self.center_prior_turns >= 0 and math.isfinite(self.center_prior_turns)):
+            raise ValueError("center_prior_turns must be >= 0 and finite")
+        if self.decision_delay not in (0, 1):
+            raise ValueError("decision_delay must be 0 or 1")
         if not 0.0 < self.surprisal_rate < 1.0:
             raise ValueError("surprisal_rate must be in (0, 1)")
         if not self.surprisal_threshold > 0:
@@ -137,7 +156,9 @@ class Detector:
         self._idle = IdleClose(c.idle_minutes)
         self._structural = Structural()
         self._marker = AgentMarker()
-        self._semantic = SemanticShift(c.semantic_threshold, c.semantic_decay)
+        self._semantic = SemanticShift(
+            c.semantic_threshold, c.semantic_decay, c.center, c.center_prior_turns
+        )
         self._cp = ChangePoint(
             c.cp_threshold,
             c.bocpd_dims,
@@ -153,6 +174,7 @@ class Detector:
         self._open = OpenEpisode(c.judge_recent_turns, c.judge_max_chars)
         self._last_seq: int | None = None
         self._last_scores: dict[str, float] = dict.fromkeys(SIGNALS, 0.0)
+        self._pending: Pending | None = None  # an anchor turn awaiting its reply
         # the last closed segment, for the continuity check
         self._prev_reason = ""
         self._prev_ended: datetime | None = None
@@ -161,37 +183,38 @@ class Detector:
     # -- public surface -------------------------------------------------
     @property
     def open_turn_ids(self) -> tuple[str, ...]:
-        return tuple(self._open.turn_ids)
+        """Turns not yet in a closed episode, the held turn included."""
+        ids = tuple(self._open.turn_ids)
+        return ids if self._pending is None else (*ids, self._pending.turn.turn_id)
 
     @property
     def open_seqs(self) -> tuple[int, ...]:
-        return tuple(self._open.seqs)
+        seqs = tuple(self._open.seqs)
+        return seqs if self._pending is None else (*seqs, self._pending.turn.seq)
 
     @property
     def last_scores(self) -> dict[str, float]:
         return dict(self._last_scores)
 
     def update(self, turn: SegTurn) -> list[ClosedSegment]:
-        """Score `turn`; return the episode it closes, if any (the turn opens the next)."""
+        """Score `turn`; return the episodes this closes: at most the one before a held
+        turn (decided now, with `turn` as its reply) and the one before `turn`."""
         if self._last_seq is not None and turn.seq <= self._last_seq:
             return []  # a replayed turn: already absorbed
         self._last_seq = turn.seq
         x = clean_vector(turn.vector)
-        c = self.config
         self._size.update(turn)
         self._gap.update(turn)
         self._idle.update(turn)
         self._structural.update(turn)
         self._marker.update(turn)
-        sem = self._semantic.update(x)
+        self._semantic.observe(x)
         cp = self._cp.update(x)
         self._surprisal.update(self._cp.log_evidence)
         sur = self._surprisal.score
-        ev = (
-            self._weights[0] * min(1.0, 0.5 * sem / c.semantic_threshold)
-            + self._weights[1] * min(1.0, 0.5 * cp / c.cp_threshold)
-            + self._weights[2] * sur
-        ) / self._wsum
+        closed = self._resolve(turn, x) if self._pending is not None else []
+        sem = self._semantic.score_distance(self._semantic.distance_to(x))
+        ev = self._evidence(sem, cp, sur)
         scores = {
             "size_cap": self._size.score,
             "time_gap": self._gap.score,
@@ -206,41 +229,85 @@ class Detector:
         }
         reason, score, sub, summary = self._decide(turn, ev, (sem, cp, sur), scores)
         self._last_scores = scores
-        closed: list[ClosedSegment] = []
+        if reason == HOLD:
+            held = replace(turn, text=turn.text[: self.config.judge_max_chars], vector=None)
+            self._pending = Pending(held, x, scores, self._semantic.distance, self._surprisal.z)
+            return closed
         if reason and len(self._open):
             closed.append(self._close(reason, score, scores))
+        self._admit(turn, x, self._surprisal.z, sub, summary)
+        return closed
+
+    def close_idle(self, now: datetime) -> list[ClosedSegment]:
+        """Close the open episode when its last turn is older than `idle_minutes`."""
+        if not len(self._open) and self._pending is None:
+            return []
+        score = self._idle.check(now.timestamp())
+        if not self._idle.boundary_detected:
+            return []
+        closed = self._resolve(None, None) if self._pending is not None else []
+        scores = dict.fromkeys(SIGNALS, 0.0) | {"idle": score, "combined": 0.0}
+        closed.append(self._close("idle", score, scores))
+        return closed
+
+    def flush(self) -> list[ClosedSegment]:
+        """Close whatever is open (end of stream); a held turn is decided on its own."""
+        closed = self._resolve(None, None) if self._pending is not None else []
+        if len(self._open):
+            scores = dict.fromkeys(SIGNALS, 0.0) | {"combined": 0.0}
+            closed.append(self._close("flush", 0.0, scores))
+        return closed
+
+    # -- decision -------------------------------------------------------
+    def _evidence(self, sem: float, cp: float, sur: float) -> float:
+        w, c = self._weights, self.config
+        return (w[0] * sem + w[1] * min(1.0, 0.5 * cp / c.cp_threshold) + w[2] * sur) / self._wsum
+
+    def _admit(
+        self, turn: SegTurn, x: np.ndarray | None, z: float, sub: bool, summary: str | None
+    ) -> None:
+        """`turn` joins the open episode, or opens the next one when none is open."""
         if not len(self._open):
             self._size.restart(turn)
             self._semantic.restart(x)
             self._open.is_sub = sub
             self._open.summary = summary
-        elif summary is not None:
-            self._open.summary = summary
-        self._open.add(turn, x, self._surprisal.z)
+        else:
+            self._semantic.absorb(x)
+            if summary is not None:
+                self._open.summary = summary
+        self._open.add(turn, x, z)
+
+    def _resolve(self, nxt: SegTurn | None, x: np.ndarray | None) -> list[ClosedSegment]:
+        """Decide the held turn, with `nxt` (its reply, vector `x`) when usable."""
+        p = self._pending
+        assert p is not None
+        self._pending = None
+        hard = self._gap.boundary_detected or self._marker.boundary_detected
+        paired = nxt is not None and x is not None and p.x is not None
+        if paired and not (hard or self._structural.boundary_detected):
+            assert x is not None and p.x is not None
+            d = self._semantic.distance_to(0.5 * (p.x + x))
+        else:  # the next turn belongs elsewhere, or there is none: the turn alone
+            d = p.distance
+        sem = self._semantic.score_distance(d)
+        cp, sur = p.scores["change_point"], p.scores["surprisal"]
+        ev = self._evidence(sem, cp, sur)
+        scores = p.scores | {"semantic_shift": sem, "combined": ev}
+        reason, score, sub, summary = self._soft(p.turn, ev, (sem, cp, sur), scores)
+        if not reason:
+            self._admit(p.turn, p.x, p.z, False, None)
+            return []
+        closed = [self._close(reason, score, scores)]
+        self._admit(p.turn, p.x, p.z, sub, summary)
+        if nxt is not None:
+            self._size.update(nxt)  # count the next turn against the new episode
         return closed
 
-    def close_idle(self, now: datetime) -> list[ClosedSegment]:
-        """Close the open episode when its last turn is older than `idle_minutes`."""
-        if not len(self._open):
-            return []
-        score = self._idle.check(now.timestamp())
-        if not self._idle.boundary_detected:
-            return []
-        scores = dict.fromkeys(SIGNALS, 0.0) | {"idle": score, "combined": 0.0}
-        return [self._close("idle", score, scores)]
-
-    def flush(self) -> list[ClosedSegment]:
-        """Close whatever is open (end of stream)."""
-        if not len(self._open):
-            return []
-        scores = dict.fromkeys(SIGNALS, 0.0) | {"combined": 0.0}
-        return [self._close("flush", 0.0, scores)]
-
-    # -- decision -------------------------------------------------------
     def _decide(
         self, turn: SegTurn, ev: float, soft: tuple[float, float, float], scores: dict[str, float]
     ) -> tuple[str, float, bool, str | None]:
-        """(reason or "", score, opens a sub-episode, summary for the new episode)."""
+        """(reason, HOLD, or "" for no cut; score; opens a sub-episode; new summary)."""
         if not len(self._open):
             return "", 0.0, False, None
         if self._gap.boundary_detected:
@@ -252,16 +319,23 @@ class Detector:
         if self._size.boundary_detected:
             return "size_cap", 1.0, False, None
         c = self.config
-        if self._structural.veto or len(self._open) < c.min_turns or ev < c.doubt_threshold:
+        if self._structural.veto or len(self._open) < c.min_turns:
             return "", 0.0, False, None
         if c.user_anchored and turn.role != "user":
             return "", 0.0, False, None
+        if c.decision_delay:
+            return HOLD, 0.0, False, None
+        return self._soft(turn, ev, soft, scores)
+
+    def _soft(
+        self, turn: SegTurn, ev: float, soft: tuple[float, float, float], scores: dict[str, float]
+    ) -> tuple[str, float, bool, str | None]:
+        """The soft decision on an eligible anchor turn: cut, ask the judge, or continue."""
+        c = self.config
+        if ev < c.doubt_threshold:
+            return "", 0.0, False, None
         w = self._weights
-        parts = (
-            w[0] * soft[0] / c.semantic_threshold,
-            w[1] * soft[1] / c.cp_threshold,
-            w[2] * soft[2],
-        )
+        parts = (w[0] * soft[0], w[1] * min(1.0, 0.5 * soft[1] / c.cp_threshold), w[2] * soft[2])
         reason = SOFT[max(range(3), key=parts.__getitem__)]
         if ev >= c.cut_threshold or self.judge is None:
             return reason, ev, False, None
@@ -332,6 +406,7 @@ class Detector:
             "open": self._open.state(),
             "last_seq": self._last_seq,
             "last_scores": self._last_scores,
+            "pending": None if self._pending is None else self._pending.state(),
             "prev": {
                 "reason": self._prev_reason,
                 "ended": None if self._prev_ended is None else self._prev_ended.isoformat(),
@@ -347,9 +422,13 @@ class Detector:
             state = json.loads(data)
             if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
                 raise ValueError("not a detector state")
-            if state.get("version") != STATE_VERSION:
-                raise ValueError(f"unsupported state version {state.get('version')!r}")
-            det = cls(DetectorConfig.from_dict(state["config"]), judge)
+            version = state.get("version")
+            if version not in (1, STATE_VERSION):
+                raise ValueError(f"unsupported state version {version!r}")
+            config = dict(state["config"])
+            if version == 1:  # the one-turn, uncentred detector it was started as
+                config |= {"center": False, "decision_delay": 0}
+            det = cls(DetectorConfig.from_dict(config), judge)
             signals = state["signals"]
             for name, sig in det._signals().items():
                 sig.load_state(signals[name])
@@ -359,6 +438,10 @@ class Detector:
             last = state["last_seq"]
             det._last_seq = None if last is None else int(last)
             det._last_scores = {str(k): finite(v) for k, v in state["last_scores"].items()}
+            pending = state.get("pending")
+            det._pending = None if pending is None else Pending.from_state(pending)
+            if det._pending is not None and not det._open.seqs:
+                raise ValueError("a held turn without an open episode")
             prev = state["prev"]
             det._prev_reason = str(prev["reason"])
             det._prev_ended = None if prev["ended"] is None else parse_ts(prev["ended"])

@@ -126,10 +126,14 @@ class Server:
 @contextmanager
 def prefect_server(home: Path) -> Iterator[Server]:
     """`prefect server start` on a free port with its own PREFECT_HOME."""
+    home.mkdir(parents=True, exist_ok=True)
     port = free_port()
+    env = child_env(home)
+    # the UI asks this URL for its API; it defaults to port 4200
+    env["PREFECT_UI_API_URL"] = f"http://127.0.0.1:{port}/api"
     proc = start(
         [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        child_env(home),
+        env,
         home / "server.log",
     )
     srv = Server(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}/api", home, proc)

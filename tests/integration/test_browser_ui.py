@@ -38,9 +38,7 @@ FLAGS = (
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[object]:
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.skip(
-            "Debian chromium not installed: apt-get install chromium chromium-driver"
-        )
+        pytest.skip("Debian chromium not installed: apt-get install chromium chromium-driver")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -63,9 +61,13 @@ def _wait_for_text(driver, url: str, text: str, timeout: float = 90.0) -> None: 
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(url)
-    WebDriverWait(driver, timeout, poll_frequency=1.0).until(
-        lambda d: text in d.find_element(By.TAG_NAME, "body").text
-    )
+    try:
+        WebDriverWait(driver, timeout, poll_frequency=1.0).until(
+            lambda d: text in d.find_element(By.TAG_NAME, "body").text
+        )
+    except Exception as e:
+        body = driver.find_element(By.TAG_NAME, "body").text
+        raise AssertionError(f"{text!r} not shown at {url}; page says:\n{body[:2000]}") from e
 
 
 def test_flow_run_and_artifact_visible_in_prefect_ui(tmp_path: Path, browser) -> None:  # type: ignore[no-untyped-def]

@@ -175,7 +175,7 @@ def test_two_processes_merging_one_user_equal_one_merge(
         time.sleep(0.05)
     go.touch()
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, errs) in zip(procs, outs, strict=True):
+    for p, (_out, errs) in zip(procs, outs, strict=True):
         assert p.returncode == 0, errs[-2000:]
     assert _timeless(snapshot(rt)) == expected
     merged = sorted(int(out.split()[0]) for out, _ in outs)

@@ -101,6 +101,11 @@ def test_empty_store_adds_without_a_call(env: Env) -> None:
     if env.model is not None:  # the model did the extraction: the path was really used
         assert env.model.calls[EXTRACT] == 1
         assert env.rt.facts.list(USER)[0].text == "User lives in Paris"
+        episode = env.rt.episodes.list(USER)[0]
+        assert (episode.salience, episode.salience_source) == (6, "claude-stub")
+        # two answers served (salience, extraction), their tokens counted
+        assert summary["llm_calls"] == 2
+        assert summary["tokens"] == {"input": 40, "output": 14}
 
 
 def test_same_fact_twice_is_one_fact_and_a_noop_without_a_call(env: Env) -> None:
@@ -172,6 +177,21 @@ def test_dog_died_is_deleted_and_still_readable_with_all(env: Env) -> None:
     assert "vector" not in dog[0]
     events = [h.event for h in env.rt.facts.history(USER, dog[0]["fact_id"])]
     assert events == ["ADD", "DELETE"]
+
+
+def test_a_later_word_in_the_same_episode_wins(env: Env) -> None:
+    """Berlin, then Paris again within one episode: Paris is what stays active
+    (the NOOP of the stored Paris row would have left Berlin active)."""
+    env.episode(Say("I live in Paris.", JAN))
+    later = "2025-03-01T09:05:00+00:00"
+    env.episode(Say("I moved to Berlin.", MAR), Say("I live in Paris.", later))
+    active = env.rt.facts.list(USER)
+    assert [f.text for f in active] == ["User lives in Paris"]
+    assert active[0].valid_from == datetime.fromisoformat(later)
+    chain = [(h.event, h.decided_by) for h in env.rt.facts.history(USER, active[0].fact_id)]
+    assert ("UPDATE", "rule") in chain  # the rule turned the NOOP into this UPDATE
+    statuses = sorted(f.status for f in env.rt.facts.list(USER, include_inactive=True))
+    assert statuses == ["active", "superseded", "superseded"]
 
 
 # ---- an answer that names a fact that was not shown ---------------------------------

@@ -14,7 +14,7 @@ import pytest
 from flows.consolidate import consolidate
 from tasks.ingest import ingest_file
 from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
-from tests.integration.prefect_server import child_env
+from tests.integration.prefect_server import prefect_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 EPISODIC = str(Path(sys.executable).parent / "episodic")
@@ -41,21 +41,19 @@ def test_two_consolidations_at_once_equal_one(tmp_path: Path) -> None:
     home = tmp_path / "two"
     both = make_runtime(home)
     ingest_file(both.raw, src, "jsonl")
-    procs = []
-    for i in range(2):
-        env = child_env(tmp_path / f"proc{i}")  # own Prefect API, shared store
-        env["EPISODIC_HOME"] = str(home)
+    # one Prefect server for both processes, as an operator runs them
+    with prefect_server(tmp_path / "srv") as srv:
+        env = srv.env()
+        env["EPISODIC_HOME"] = str(home)  # the shared store
         env["PREFECT_LOGGING_LEVEL"] = "WARNING"
-        procs.append(
+        cmd = [EPISODIC, "consolidate", "--user", "u1", "--flush", "--json"]
+        procs = [
             subprocess.Popen(
-                [EPISODIC, "consolidate", "--user", "u1", "--flush", "--json"],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
+                cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
             )
-        )
-    outs = [p.communicate(timeout=400) for p in procs]
+            for _ in range(2)
+        ]
+        outs = [p.communicate(timeout=400) for p in procs]
     for p, (_out, errs) in zip(procs, outs, strict=True):
         assert p.returncode == 0, errs[-3000:]
     summaries = [json.loads(out[out.index("{") :]) for out, _ in outs]

@@ -194,7 +194,7 @@ def test_sigkill_at_random_time_then_rerun(
 ) -> None:
     # spread over the length of an uninterrupted run (its first ~second is
     # Prefect creating the flow run, when a kill leaves nothing behind)
-    delay = random.Random(seed).uniform(0.3, 1.1 * reference["seconds"])
+    delay = random.Random(seed).uniform(0.3, 0.9 * reference["seconds"])
     home = _trial_home(tmp_path, pristine)
     (res,) = server.run({"home": home, "settings": SETTINGS, "kill_after": delay})
     repos = open_repos(home)

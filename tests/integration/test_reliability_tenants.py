@@ -71,6 +71,31 @@ def foreign(rt: Any, me: str) -> set[str]:
     return out
 
 
+class Actor:
+    """Runs commands as one user and keeps everything they printed."""
+
+    def __init__(self, user: str) -> None:
+        self.user = user
+        self.outputs: list[str] = []
+        self.commands = 0
+
+    def flow(self, name: str, **params: Any) -> Any:
+        # the flows the CLI commands call, called directly: Prefect's console
+        # log handler and typer's CliRunner do not share stdout well
+        self.commands += 1
+        mod = importlib.import_module(f"flows.{name}")
+        res = getattr(mod, name)(**params)
+        self.outputs.append(json.dumps(res, default=str, ensure_ascii=False))
+        return res
+
+    def run(self, args: list[str], ok: tuple[int, ...] = (0,)) -> str:
+        self.commands += 1
+        code, out = invoke(args)
+        assert code in ok, f"{args[:1]} as {self.user[:30]!r}: exit {code}\n{out[-2000:]}"
+        self.outputs.append(out)
+        return out
+
+
 def unattributed(before: list[str], after: list[str]) -> bool:
     """Only new quarantine rows that carry no user (an id too long to keep)
     were added; nothing that was there changed."""
@@ -84,8 +109,10 @@ def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     for i, u in enumerate(USERS):
         turns = fact_turns("placeholder", "s", episodes=4, marker=token(i), offset=i)
         half = len(turns) // 2
-        files[u] = (write_jsonl(tmp_path / f"a{i}.jsonl", turns[:half]),
-                    write_jsonl(tmp_path / f"b{i}.jsonl", turns[half:]))
+        files[u] = (
+            write_jsonl(tmp_path / f"a{i}.jsonl", turns[:half]),
+            write_jsonl(tmp_path / f"b{i}.jsonl", turns[half:]),
+        )
         code, out = invoke(["ingest", str(files[u][0]), "--user", u, "--json"])
         assert code == (1 if len(u) > 512 else 0), out
     assert rt.raw.count("L" * 2000) == 0
@@ -95,25 +122,8 @@ def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     leaks = writes_crossed = commands = 0
     for i, u in enumerate(USERS):
         before = rows_of_others(rt.store, u)
-        outputs: list[str] = []
-
-        def flow(name: str, **params: Any) -> Any:
-            # the flows the CLI commands call, called directly: Prefect's console
-            # log handler and typer's CliRunner do not share stdout well
-            nonlocal commands
-            commands += 1
-            mod = importlib.import_module(f"flows.{name}")
-            res = getattr(mod, name)(**params)
-            outputs.append(json.dumps(res, default=str, ensure_ascii=False))
-            return res
-
-        def run(args: list[str], ok: tuple[int, ...] = (0,)) -> str:
-            nonlocal commands
-            commands += 1
-            code, out = invoke(args)
-            assert code in ok, f"{args[:1]} as {u[:30]!r}: exit {code}\n{out[-2000:]}"
-            outputs.append(out)
-            return out
+        actor = Actor(u)
+        flow, run, outputs = actor.flow, actor.run, actor.outputs
 
         run(["ingest", str(files[u][1]), "--user", u, "--json"], ok=(0, 1))
         summary = flow("consolidate", user=u, flush=True)
@@ -130,9 +140,11 @@ def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         for f in rt.facts.list(other, include_inactive=True)[:2]:
             assert as_json(run(["history", f.fact_id, "--user", u, "--json"])) == []
         hits = as_json(run(["search", probe, "--user", u, "--json", "-k", "50"]))
-        mine = {e.episode_id for e in rt.episodes.list(u)} | {
-            f.fact_id for f in rt.facts.list(u, include_inactive=True)
-        } | {r.reflection_id for r in rt.reflections.list(u, include_archived=True)}
+        mine = (
+            {e.episode_id for e in rt.episodes.list(u)}
+            | {f.fact_id for f in rt.facts.list(u, include_inactive=True)}
+            | {r.reflection_id for r in rt.reflections.list(u, include_archived=True)}
+        )
         assert {h["item_id"] for h in hits} <= mine
         flow("reflect", user=u, force=True)
         status = as_json(run(["status", "--user", u, "--json"]))
@@ -146,8 +158,11 @@ def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         if u in MAINTAIN_AS:
             flow("maintain", user=u)
 
+        commands += actor.commands
         after = rows_of_others(rt.store, u)
-        changed = [t for t in before if before[t] != after[t] and not unattributed(before[t], after[t])]
+        changed = [
+            t for t in before if before[t] != after[t] and not unattributed(before[t], after[t])
+        ]
         writes_crossed += len(changed)
         assert not changed, f"acting as {u[:30]!r} changed other users' rows in {changed}"
         seen = "\n".join(outputs)

@@ -62,7 +62,9 @@ def test_recall_is_recorded_once_per_returned_item_in_one_write(rt) -> None:  # 
         else:
             assert e.recall_count == 0 and e.last_recalled_at is None
     t2 = t1 + timedelta(hours=1)
-    second = search(rt, "u1", "helm deploy staging", SearchOptions(k=2, kinds=("episodes",)), now=t2)
+    second = search(
+        rt, "u1", "helm deploy staging", SearchOptions(k=2, kinds=("episodes",)), now=t2
+    )
     counts = {e.episode_id: e.recall_count for e in rt.episodes.list("u1")}
     for i in second:
         assert counts[i.item_id] == (2 if i.item_id in returned else 1)
@@ -86,8 +88,15 @@ def test_recency_follows_last_access_not_rank(tmp_path: Path) -> None:
     put(
         rt,
         episode(rt, "u1", text, seq=0, closed_at=T0 - timedelta(days=10)),
-        episode(rt, "u1", text, seq=10, closed_at=T0 - timedelta(days=10),
-                recall_count=1, last_recalled_at=T0 - timedelta(hours=1)),
+        episode(
+            rt,
+            "u1",
+            text,
+            seq=10,
+            closed_at=T0 - timedelta(days=10),
+            recall_count=1,
+            last_recalled_at=T0 - timedelta(hours=1),
+        ),
         episode(rt, "u1", text, seq=20, closed_at=T0 - timedelta(days=3)),
     )
     opts = SearchOptions(k=3, weights=Weights(alpha=1.0, beta=0.0, gamma=0.0), record=False)

@@ -102,14 +102,20 @@ BAD = "bad"
 EITHER = "either"  # acceptable either way (an odd but valid value)
 
 ctrl_text = st.text(
-    alphabet=st.characters(codec="utf-8", categories=["Cc", "Cf", "Zs", "Ll", "So"]), min_size=1,
+    alphabet=st.characters(codec="utf-8", categories=["Cc", "Cf", "Zs", "Ll", "So"]),
+    min_size=1,
     max_size=40,
 )
 
 
 def good_row(i: int, marker: str) -> dict[str, Any]:
-    return {"user_id": "hostile", "stream_id": "s", "role": "user",
-            "text": f"good line {marker} {i}", "ts": "2025-01-02T03:04:05Z"}
+    return {
+        "user_id": "hostile",
+        "stream_id": "s",
+        "role": "user",
+        "text": f"good line {marker} {i}",
+        "ts": "2025-01-02T03:04:05Z",
+    }
 
 
 @st.composite
@@ -133,15 +139,28 @@ def hostile_line(draw: st.DrawFn, i: int, marker: str) -> tuple[str, bytes]:
     if choice == 4:  # invalid UTF-8
         raw = json.dumps(row).encode()
         at = draw(st.integers(0, len(raw)))
-        return BAD, raw[:at] + draw(st.sampled_from([b"\xff", b"\xc3\x28", b"\xed\xa0\x80"])) + raw[at:]
+        return BAD, raw[:at] + draw(st.sampled_from([b"\xff", b"\xc3\x28", b"\xed\xa0\x80"])) + raw[
+            at:
+        ]
     if choice == 5:  # deep nesting
         depth = draw(st.sampled_from([100, 5_000, 200_000]))
         line = b'{"role": "user", "text": ' + b"[" * depth + b"]" * depth + b"}"
         return (EITHER if depth == 100 else BAD), line
     if choice == 6:  # timestamps out of range
-        row["ts"] = draw(st.sampled_from(
-            ["9999-99-99", "0000-01-01", "-5", 1e20, -1e20, "NaN", "2025-13-45T99:99:99", 10**30]
-        ))
+        row["ts"] = draw(
+            st.sampled_from(
+                [
+                    "9999-99-99",
+                    "0000-01-01",
+                    "-5",
+                    1e20,
+                    -1e20,
+                    "NaN",
+                    "2025-13-45T99:99:99",
+                    10**30,
+                ]
+            )
+        )
         return EITHER, json.dumps(row).encode()
     if choice == 7:  # timestamps in the future
         row["ts"] = draw(st.sampled_from(["2999-01-01T00:00:00Z", "9999-12-31T23:59:59+14:00"]))
@@ -149,7 +168,9 @@ def hostile_line(draw: st.DrawFn, i: int, marker: str) -> tuple[str, bytes]:
     if choice == 8:  # not an object
         return BAD, draw(st.sampled_from([b"[]", b"null", b"42", b'"text"', b"true"]))
     if choice == 9:  # garbage
-        return BAD, draw(st.binary(min_size=1, max_size=60)).replace(b"\n", b" ").replace(b"\r", b" ") + b"{"
+        return BAD, draw(st.binary(min_size=1, max_size=60)).replace(b"\n", b" ").replace(
+            b"\r", b" "
+        ) + b"{"
     if choice == 10:  # NUL bytes and a BOM inside the line
         return EITHER, b"\xef\xbb\xbf" + json.dumps(row).encode().replace(b"good", b"go\\u0000od")
     if choice == 11:  # empty or whitespace-only text
@@ -221,12 +242,17 @@ def mutated(draw: st.DrawFn, data: bytes) -> bytes:
         return data[:at] + bytes(range(0, 32)) + data[at:]
     # a value replaced by a wrong type
     text = data.decode("utf-8", "replace")
-    return text.replace('"content"', '"content_x"', 1).replace('"text"', '"text": 5, "t"', 1).encode()
+    return (
+        text.replace('"content"', '"content_x"', 1).replace('"text"', '"text": 5, "t"', 1).encode()
+    )
 
 
 @pytest.mark.parametrize("fmt", sorted(BY_FORMAT))
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
 def test_mutated_transcripts(home: Home, fmt: str, data: st.DataObject) -> None:
     original = BY_FORMAT[fmt].read_bytes()
@@ -270,7 +296,9 @@ def test_multi_megabyte_lines(home: Home, megabytes: int) -> None:
     assert (report["accepted"], report["rejected"]) == (2, 2)
     assert (raw_after - raw_before, rej_after - rej_before) == (2, 2)
     # kept for a later look: whole, or its head up to the line cap (which the reason says)
-    rejected = home.rt.raw.rejects.search().where(filters.eq("source", str(path.resolve()))).to_list()
+    rejected = (
+        home.rt.raw.rejects.search().where(filters.eq("source", str(path.resolve()))).to_list()
+    )
     cap = 16 * home.rt.settings.max_turn_chars + (1 << 20)
     longest = max(rejected, key=lambda r: len(r["raw"]))
     assert len(longest["raw"]) >= min(megabytes << 20, cap)
@@ -281,14 +309,24 @@ def test_multi_megabyte_lines(home: Home, megabytes: int) -> None:
 def test_real_process_prints_a_message_not_a_traceback(tmp_path: Path) -> None:
     """The installed command in a fresh interpreter, on a file that is all bad."""
     path = tmp_path / "bad.jsonl"
-    path.write_bytes(b"\xff\xfe\n{\"role\": \n" + b"[" * 100_000 + b"\n")
+    path.write_bytes(b'\xff\xfe\n{"role": \n' + b"[" * 100_000 + b"\n")
     env = {**os.environ, "EPISODIC_HOME": str(tmp_path / "home"), "EPISODIC_EMBEDDER": "hash"}
     exe = Path(sys.executable).with_name("episodic")
-    proc = subprocess.run([str(exe), "ingest", str(path), "--format", "jsonl"], env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [str(exe), "ingest", str(path), "--format", "jsonl"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stdout + proc.stderr
     assert "rejected" in proc.stdout and "line 1" in proc.stdout
-    proc = subprocess.run([str(exe), "ingest", str(tmp_path / "missing.jsonl")], env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [str(exe), "ingest", str(tmp_path / "missing.jsonl")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "error" in proc.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -171,16 +172,22 @@ def judge(req: JudgeRequest) -> JudgeAnswer:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(turns=streams(), cuts=st.lists(st.integers(0, 60), max_size=6), with_judge=st.booleans())
+@given(
+    turns=streams(),
+    cuts=st.lists(st.integers(0, 60), max_size=6),
+    with_judge=st.booleans(),
+    delay=st.sampled_from([0, 1]),
+)
 def test_one_pass_equals_chunks_with_checkpoint_restore(
-    turns: list[SegTurn], cuts: list[int], with_judge: bool
+    turns: list[SegTurn], cuts: list[int], with_judge: bool, delay: int
 ) -> None:
     j = judge if with_judge else None
-    whole = Detector(CONFIG, j)
+    config = replace(CONFIG, decision_delay=delay)
+    whole = Detector(config, j)
     expected = [seg for t in turns for seg in whole.update(t)]
     bounds = sorted({0, len(turns), *(c for c in cuts if c < len(turns))})
     got = []
-    state = Detector(CONFIG, j).to_state()
+    state = Detector(config, j).to_state()
     for a, b in zip(bounds, bounds[1:], strict=False):
         det = Detector.from_state(state, j)
         for t in turns[a:b]:
@@ -193,11 +200,12 @@ def test_one_pass_equals_chunks_with_checkpoint_restore(
 
 
 @settings(max_examples=40, deadline=None)
-@given(turns=streams(), with_judge=st.booleans())
+@given(turns=streams(), with_judge=st.booleans(), delay=st.sampled_from([0, 1]))
 def test_boundaries_strictly_increase_and_partition_the_stream(
-    turns: list[SegTurn], with_judge: bool
+    turns: list[SegTurn], with_judge: bool, delay: int
 ) -> None:
-    segs = segment_stream(turns, CONFIG, judge if with_judge else None)
+    config = replace(CONFIG, decision_delay=delay)
+    segs = segment_stream(turns, config, judge if with_judge else None)
     seqs = [s for seg in segs for s in seg.seqs]
     assert seqs == [t.seq for t in turns]
     firsts = [seg.seqs[0] for seg in segs]

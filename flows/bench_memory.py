@@ -1,0 +1,113 @@
+"""Peak resident memory while consolidating N turns, at several N.
+
+For each N a fresh store is filled by one child process (realistic turns, 20
+users) and consolidated by another, which reports its own peak RSS
+(`ru_maxrss`), so the ingest's memory does not count. The cheap hash embedder
+stands in for MiniLM (the model's own ~0.3 GB would be the same at every N);
+the question is whether anything held grows with N. Prefect's ephemeral API
+runs in its own process and is not counted."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from flows.bench_corpus import machine, report, target
+
+TARGET_MB = 2048.0
+SIZES = (50_000, 100_000, 200_000)
+
+
+def _child(args: list[str], db: Path) -> dict[str, Any]:
+    env = dict(
+        os.environ, EPISODIC_DB_URI=str(db), EPISODIC_EMBEDDER="hash", EPISODIC_LLM="offline"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "flows.bench_memory", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=str(Path(__file__).resolve().parents[1]),
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"bench memory child {args} failed:\n{out.stderr[-3000:]}")
+    last: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return last
+
+
+def bench_memory(sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
+    rows = []
+    for n in sizes:
+        tmp = Path(tempfile.mkdtemp(prefix="episodic-bench-mem-"))
+        try:
+            _child(["ingest", str(n)], tmp / "lancedb")
+            got = _child(["consolidate"], tmp / "lancedb")
+            rows.append({"turns": n, **got})
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    peaks = [r["peak_rss_mb"] for r in rows]
+    growth = peaks[-1] / peaks[0] if peaks and peaks[0] else None
+    res: dict[str, Any] = {
+        "benchmark": "memory",
+        "runs": rows,
+        "peak_rss_mb": max(peaks) if peaks else None,
+        "growth_first_to_last": round(growth, 3) if growth else None,
+        "embedder": "hash (cheap vectors)",
+        "machine": machine(),
+    }
+    res["targets"] = {
+        "peak_rss_mb": target(res["peak_rss_mb"], "<=", TARGET_MB),
+        # "flat": the largest N needs at most 1.25x the memory of the smallest
+        "growth_first_to_last": target(growth, "<=", 1.25),
+    }
+    report("memory", res)
+    return res
+
+
+def _main(argv: list[str]) -> None:
+    import flows  # noqa: F401  (Prefect's environment)
+    from flows.bench_corpus import ingest, realistic_turns
+    from tasks.runtime import get_runtime
+
+    rt = get_runtime()
+    if argv[0] == "ingest":
+        n = int(argv[1])
+        for k, i in enumerate(range(0, n, 50_000)):  # bounded batches keep the builder small
+            start = datetime(2025, 1, 6, tzinfo=UTC) + timedelta(days=120 * k)
+            batch = realistic_turns(min(50_000, n - i), users=20, seed=i, start=start, tag=f"b{k}-")
+            ingest(rt.raw, batch)
+        rt.store.ensure_indexes()
+        print(json.dumps({"ingested": rt.raw.count()}))
+        return
+    from flows.consolidate import consolidate
+
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t0 = time.perf_counter()
+    summary = consolidate(flush=True)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        json.dumps(
+            {
+                "peak_rss_mb": round(peak, 1),
+                "rss_before_mb": round(base, 1),
+                "seconds": round(seconds, 1),
+                "turns_processed": summary["turns_processed"],
+                "episodes": summary["episodes_closed"],
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -1,0 +1,115 @@
+"""The yardstick: the same realistic turns through a naive loop in the style of
+the seed design (its `Segmentor.observe`): encode one turn at a time, check a
+15-turn floor and the cosine distance to the mean of the last five turns
+(threshold 0.45), and on a cut encode the episode text and add one row to
+LanceDB. The seed's LLM prediction check and salience call are left out (no
+network here), which makes the yardstick faster than the seed, so the speedup
+reported is a lower bound."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from flows.bench_corpus import machine, realistic_turns, report, target
+
+MAX_SEGMENT_TURNS = 15
+SEMANTIC_SHIFT_THRESHOLD = 0.45
+TARGET_SPEEDUP = 5.0
+
+
+def naive_loop(texts: list[tuple[str, str, str]], embedder: Any, db_dir: Path) -> dict[str, Any]:
+    """texts: (user, role, text). Returns episodes written and seconds."""
+    import lancedb
+    import pyarrow as pa
+
+    db = lancedb.connect(str(db_dir))
+    schema = pa.schema(
+        [
+            ("episode_id", pa.string()),
+            ("user_id", pa.string()),
+            ("vector", pa.list_(pa.float32(), embedder.dim)),
+            ("text", pa.string()),
+            ("n_turns", pa.int64()),
+        ]
+    )
+    table = db.create_table("episodes", schema=schema)
+    open_: dict[str, tuple[list[str], list[np.ndarray]]] = {}
+    written = 0
+
+    def close(user: str, turns: list[str]) -> None:
+        nonlocal written
+        transcript = "\n".join(turns)
+        vec = embedder.embed([transcript[:500]])[0]
+        row = {
+            "episode_id": f"{user}-{written}",
+            "user_id": user,
+            "vector": vec.tolist(),
+            "text": transcript,
+            "n_turns": len(turns),
+        }
+        table.add([row])
+        written += 1
+
+    t0 = time.perf_counter()
+    for user, role, text in texts:
+        turns, embeds = open_.setdefault(user, ([], []))
+        emb = embedder.embed([text])[0]  # one turn at a time, as the seed does
+        cut = False
+        if len(turns) >= MAX_SEGMENT_TURNS:
+            cut = True
+        elif embeds:
+            running = np.mean(embeds[-5:], axis=0)
+            cos = float(
+                np.dot(running, emb) / (np.linalg.norm(running) * np.linalg.norm(emb) + 1e-9)
+            )
+            cut = 1.0 - cos > SEMANTIC_SHIFT_THRESHOLD
+        if cut and turns:
+            close(user, turns)
+            turns.clear()
+            embeds.clear()
+        turns.append(f"{role}: {text}")
+        embeds.append(emb)
+    for user, (turns, _) in open_.items():
+        if turns:
+            close(user, turns)
+    return {"episodes": written, "seconds": time.perf_counter() - t0}
+
+
+def bench_reference(
+    turns: int = 20_000,
+    embedder: str = "minilm",
+    pipeline: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The naive loop, and the pipeline's figure beside it (run here unless given)."""
+    from episodic.embed import make_embedder
+
+    if pipeline is None or pipeline.get("turns") != turns:
+        from flows.bench_pipeline import bench_pipeline
+
+        pipeline = bench_pipeline(turns=turns, embedder=embedder)
+    items = realistic_turns(turns)
+    emb = make_embedder(embedder)
+    emb.embed(["warm up"])
+    with tempfile.TemporaryDirectory(prefix="episodic-bench-ref-") as tmp:
+        out = naive_loop([(t.user_id, t.role, t.text) for t in items], emb, Path(tmp))
+    ref_tps = len(items) / out["seconds"]
+    speedup = float(pipeline["turns_per_s"]) / ref_tps
+    res: dict[str, Any] = {
+        "benchmark": "reference",
+        "turns": len(items),
+        "embedder": emb.name,
+        "reference_turns_per_s": round(ref_tps, 1),
+        "reference_seconds": round(out["seconds"], 2),
+        "reference_episodes": out["episodes"],
+        "pipeline_turns_per_s": pipeline["turns_per_s"],
+        "speedup": round(speedup, 2),
+        "machine": machine(),
+    }
+    res["targets"] = {"speedup": target(speedup, ">=", TARGET_SPEEDUP)}
+    report("reference", res)
+    return res

@@ -1,0 +1,91 @@
+"""Each benchmark at a tiny size: the output has the promised shape and its
+figures are sane. Never a wall-clock assertion: benchmarks measure."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.conftest import shared_data
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def _target_shape(res: dict) -> None:  # type: ignore[type-arg]
+    assert res["machine"]["cpu_count"] >= 1
+    for t in res["targets"].values():
+        assert set(t) == {"value", "target", "met"}
+
+
+def test_pipeline_reports_throughput_and_ratio() -> None:
+    shared_data("dialseg711")
+    from flows.bench_pipeline import bench_pipeline
+
+    res = bench_pipeline(turns=300, embedder="hash", users=3)
+    assert res["turns"] == 300
+    assert res["turns_per_s"] > 0 and res["embed_only_turns_per_s"] > 0
+    assert math.isclose(
+        res["ratio"], res["turns_per_s"] / res["embed_only_turns_per_s"], rel_tol=0.02
+    )
+    assert res["episodes"] > 0
+    _target_shape(res)
+
+
+def test_reference_reports_a_speedup() -> None:
+    shared_data("dialseg711")
+    from flows.bench_reference import bench_reference
+
+    res = bench_reference(turns=200, embedder="hash", pipeline={"turns": 200, "turns_per_s": 50.0})
+    assert res["reference_turns_per_s"] > 0 and res["reference_episodes"] >= 3
+    assert math.isclose(res["speedup"], 50.0 / res["reference_turns_per_s"], rel_tol=0.02)
+    _target_shape(res)
+
+
+def test_incremental_compares_two_store_sizes() -> None:
+    shared_data("dialseg711")
+    from flows.bench_incremental import bench_incremental
+
+    res = bench_incremental(small=200, base=300, copies=1, polls=1)
+    assert res["large"]["turns_held"] > res["small"]["turns_held"] >= 300
+    assert res["large"]["episodes_held"] > 0
+    assert res["ratio"] > 0
+    _target_shape(res)
+
+
+def test_retrieval_reports_latency_and_recall() -> None:
+    from flows.bench_retrieval import bench_size
+
+    row = bench_size(3_000, queries=10)
+    assert row["items_per_user"] == 30
+    assert 0.0 <= row["ivf_hnsw_sq"]["recall_at_10"] <= 1.0
+    assert row["exact"]["p95_ms"] >= row["exact"]["p50_ms"] > 0
+
+
+def test_embed_backends_report_speed_and_pk() -> None:
+    shared_data("dialseg711")
+    from flows.bench_embed import bench_embed_backends
+
+    res = bench_embed_backends(backends=("hash",), turns=100, limit=3)
+    (row,) = res["backends"]
+    assert row["turns_per_s"] > 0 and row["dialseg711_dialogues"] == 3
+    assert 0.0 <= row["dialseg711_pk"] <= 1.0
+
+
+def test_segment_bench_through_the_runner() -> None:
+    from flows.bench import run_bench
+
+    res = run_bench("segment")
+    assert {r["max_run_length"] for r in res["results"]} == {50, 150}
+    assert all(r["median_us"] > 0 for r in res["results"])
+
+
+@pytest.mark.slow
+def test_memory_reports_peak_rss_per_size() -> None:
+    shared_data("dialseg711")
+    from flows.bench_memory import bench_memory
+
+    res = bench_memory(sizes=(200, 400))
+    assert [r["turns"] for r in res["runs"]] == [200, 400]
+    assert all(r["turns_processed"] == r["turns"] and r["peak_rss_mb"] > 50 for r in res["runs"])
+    _target_shape(res)

@@ -1,0 +1,75 @@
+"""Reads through the CLI never cross users, whatever the user id looks like:
+an id written as an SQL injection gets nothing of another user's episodes,
+facts, history or search results, and only its own when it has some."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.consolidate import consolidate
+from tasks.runtime import Runtime
+from tests.integration.facts_support import Say, ingest, runtime_for
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+HOSTILE = ["a' OR '1'='1", "alice' OR user_id != '", "%", 'alice" OR 1=1 --', "*"]
+JAN = "2025-01-10T09:00:00+00:00"
+
+
+def _json(*args: str) -> Any:
+    from flows.cli import app
+
+    res = CliRunner().invoke(app, list(args))
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+@pytest.fixture
+def alice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runtime:
+    rt = runtime_for("offline", tmp_path / "home", monkeypatch)
+    says = [
+        Say("I live in Paris.", JAN, user="alice"),
+        Say("Paris is lovely in spring, noted.", JAN, role="assistant", user="alice"),
+        Say("I have a dog named Rex.", JAN, user="alice"),
+    ]
+    ingest(rt, tmp_path / "alice.jsonl", says)
+    consolidate(user="alice", flush=True)
+    rt.store.ensure_indexes()  # full-text search on, as after `episodic ingest`
+    assert rt.episodes.list("alice") and rt.facts.list("alice")
+    return rt
+
+
+@pytest.mark.parametrize("user", HOSTILE)
+def test_hostile_user_id_reads_nothing_of_alice(alice: Runtime, user: str) -> None:
+    assert _json("episodes", "--user", user, "--json") == []
+    assert _json("facts", "--user", user, "--json") == []
+    assert _json("facts", "--user", user, "--all", "--json") == []
+    assert _json("facts", "--user", user, "--as-of", "2030-01-01", "--json") == []
+    for query in ("Paris", "dog named Rex", "' OR '1'='1"):
+        assert _json("search", query, "--user", user, "--json") == []
+    fact = alice.facts.list("alice")[0]
+    assert _json("history", fact.fact_id, "--user", user, "--json") == []
+    # alice still sees her own
+    hits = _json("search", "Paris", "--user", "alice", "--json")
+    assert hits and all("Paris" in h["text"] or "Rex" in h["text"] for h in hits)
+
+
+def test_hostile_user_with_data_sees_only_its_own(alice: Runtime, tmp_path: Path) -> None:
+    user = HOSTILE[0]
+    ingest(alice, tmp_path / "mallory.jsonl", [Say("I live in Lisbon.", JAN, user=user)])
+    consolidate(user=user, flush=True)
+    facts = _json("facts", "--user", user, "--all", "--json")
+    assert [f["text"] for f in facts] == ["User lives in Lisbon"]
+    assert all(f["user_id"] == user for f in facts)
+    eps = _json("episodes", "--user", user, "--json")
+    assert len(eps) == 1 and eps[0]["n_turns"] == 1
+    hits = _json("search", "Paris Rex Lisbon", "--user", user, "--json")
+    assert hits and all("Paris" not in h["text"] and "Rex" not in h["text"] for h in hits)
+    # and alice's view did not change
+    mine = {f["text"] for f in _json("facts", "--user", "alice", "--json")}
+    assert mine == {"User lives in Paris", "User has a dog named Rex"}

@@ -1,0 +1,87 @@
+"""The maintain flow on a real LanceDB under Prefect's harness, with a chosen
+`now`: recalled memories decay more slowly, faded ones are archived and kept."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from flows.maintain import maintain
+from tasks.search import SearchOptions, search
+from tests.integration.helpers import make_runtime
+from tests.integration.memory_items import T0, episode, put
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+TAU = 168.0
+
+
+def test_a_recalled_episode_decays_more_slowly(tmp_path: Path) -> None:
+    rt = make_runtime(tmp_path / "home")
+    forgotten, recalled = put(
+        rt,
+        episode(rt, "u1", "the quarterly budget review", seq=0, salience=6),
+        episode(
+            rt,
+            "u1",
+            "the quarterly budget review, again",
+            seq=10,
+            salience=6,
+            recall_count=4,
+            last_recalled_at=T0,
+        ),
+    )
+    res = maintain(user="u1", now=T0 + timedelta(hours=100), tau_hours=TAU, floor=0.5)
+    assert res["archived"] == 0 and res["decayed"] == 2
+    got = {e.episode_id: e for e in rt.episodes.list("u1")}
+    slow, fast = got[recalled.episode_id].strength, got[forgotten.episode_id].strength
+    # MemoryBank's exp(-t / 5*S) would make the recalled one fade faster
+    assert slow > fast
+    assert fast == pytest.approx(math.exp(-100 / TAU), rel=1e-6)
+    assert slow == pytest.approx(math.exp(-100 / (TAU * 5)) * (1 + 0.4), rel=1e-6)
+    assert all(e.status == "closed" for e in got.values())
+
+
+def test_a_faded_episode_is_archived_kept_and_no_longer_found(tmp_path: Path) -> None:
+    rt = make_runtime(tmp_path / "home")
+    faint, strong = put(
+        rt,
+        episode(rt, "u1", "a passing remark about the weather in Lisbon", seq=0, salience=1),
+        episode(rt, "u1", "the weather in Lisbon decided the wedding date", seq=10, salience=9),
+    )
+    later = T0 + timedelta(hours=400)  # faint: 1 * exp(-400/168) = 0.09 < 0.5; strong: 0.83
+    res = maintain(user="u1", now=later, tau_hours=TAU, floor=0.5)
+    assert res["archived"] == 1
+    got = {e.episode_id: e for e in rt.episodes.list("u1")}
+    assert got[faint.episode_id].status == "archived"  # kept, with its text
+    assert got[faint.episode_id].text == faint.text
+    assert got[strong.episode_id].status == "closed"
+    assert {row["table"] for row in res["tables"]} >= {"episodes", "raw_turns"}
+
+    items = search(rt, "u1", "weather in Lisbon", SearchOptions(k=5), now=later)
+    assert [i.item_id for i in items] == [strong.episode_id]
+
+    # archived stays archived and is not counted twice
+    again = maintain(user="u1", now=later + timedelta(hours=1), tau_hours=TAU, floor=0.5)
+    assert again["archived"] == 0
+    assert len(rt.episodes.list("u1")) == 2
+
+
+def test_recall_through_search_keeps_an_episode_alive(tmp_path: Path) -> None:
+    rt = make_runtime(tmp_path / "home")
+    kept, dropped = put(
+        rt,
+        episode(rt, "u1", "the allergy to penicillin", seq=0, salience=2),
+        episode(rt, "u1", "a film seen on a rainy sunday", seq=10, salience=2),
+    )
+    # three weeks in, the allergy is looked up: its last access moves to then
+    looked_up = T0 + timedelta(weeks=3)
+    hits = search(rt, "u1", "penicillin allergy", SearchOptions(k=1), now=looked_up)
+    assert [h.item_id for h in hits] == [kept.episode_id]
+    res = maintain(user="u1", now=looked_up + timedelta(days=2), tau_hours=TAU, floor=0.5)
+    got = {e.episode_id: e.status for e in rt.episodes.list("u1")}
+    assert got == {kept.episode_id: "closed", dropped.episode_id: "archived"}
+    assert res["archived"] == 1
