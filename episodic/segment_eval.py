@@ -1,9 +1,11 @@
 """Measure the online detector on public topic-segmentation data, beside baselines.
 
 Each dialogue is embedded in one batch (embedding is the cost and is timed on
-its own), then fed to a fresh detector turn by turn with no look-ahead. The
-data sets carry no timestamps: turns are stamped one minute apart, so the time
-signals stay silent and the size cap is the only hard signal that can fire.
+its own), then fed to a fresh detector turn by turn with no look-ahead (the
+detector answers one turn later, by its decision delay; the end-of-dialogue
+flush decides a held turn, and that cut counts). The data sets carry no
+timestamps: turns are stamped one minute apart, so the time signals stay
+silent and the size cap is the only hard signal that can fire.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ def detect(d: Dialogue, vectors: np.ndarray, config: DetectorConfig) -> tuple[se
     for turn in turns:
         for seg in det.update(turn):
             starts.add(seg.seqs[-1] + 1)
-    det.flush()
+    # a turn still held for its reply is decided at the flush: keep that cut too
+    for seg in det.flush():
+        starts.add(seg.seqs[-1] + 1)  # the last one ends the dialogue and is ignored
     return starts, time.perf_counter_ns() - t
 
 

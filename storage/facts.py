@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -257,7 +257,9 @@ class Facts:
                         "new_fact_id": fid if made else "",
                         "episode_id": episode_id,
                         "decided_by": p.decided_by,
-                        "at": to_naive(now),
+                        # one microsecond apart, so the history reads in decision
+                        # order even when many episodes merge in one run
+                        "at": to_naive(now + timedelta(microseconds=len(hist_rows))),
                     }
                 )
         # new information lands before anything old is closed, so a crash in

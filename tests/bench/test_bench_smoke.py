@@ -26,7 +26,7 @@ def test_pipeline_reports_throughput_and_ratio() -> None:
     assert res["turns"] == 300
     assert res["turns_per_s"] > 0 and res["embed_only_turns_per_s"] > 0
     assert math.isclose(
-        res["ratio"], res["turns_per_s"] / res["embed_only_turns_per_s"], rel_tol=0.02
+        res["ratio"], res["turns_per_s"] / res["embed_only_turns_per_s"], rel_tol=0.02, abs_tol=1e-3
     )
     assert res["episodes"] > 0
     _target_shape(res)
@@ -47,7 +47,7 @@ def test_incremental_compares_two_store_sizes() -> None:
     from flows.bench_incremental import bench_incremental
 
     res = bench_incremental(small=200, base=300, copies=1, polls=1)
-    assert res["large"]["turns_held"] > res["small"]["turns_held"] >= 300
+    assert res["large"]["turns_held"] > res["small"]["turns_held"] >= 200
     assert res["large"]["episodes_held"] > 0
     assert res["ratio"] > 0
     _target_shape(res)

@@ -57,10 +57,26 @@ def browser(tmp_path: Path) -> Iterator[object]:
 
 
 def _wait_for_text(driver, url: str, text: str, timeout: float = 90.0) -> None:  # type: ignore[no-untyped-def]
+    driver.get(url)
+    _wait_until_shown(driver, text, timeout)
+
+
+def _click_text(driver, text: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    driver.get(url)
+    xpath = f"//*[normalize-space(.)='{text}']"
+    WebDriverWait(driver, timeout, poll_frequency=1.0).until(
+        lambda d: d.find_elements(By.XPATH, xpath)
+    )
+    driver.find_elements(By.XPATH, xpath)[-1].click()
+
+
+def _wait_until_shown(driver, text: str, timeout: float = 90.0) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url = driver.current_url
     try:
         WebDriverWait(driver, timeout, poll_frequency=1.0).until(
             lambda d: text in d.find_element(By.TAG_NAME, "body").text
@@ -72,18 +88,19 @@ def _wait_for_text(driver, url: str, text: str, timeout: float = 90.0) -> None: 
 
 def test_flow_run_and_artifact_visible_in_prefect_ui(tmp_path: Path, browser) -> None:  # type: ignore[no-untyped-def]
     with prefect_server(tmp_path / "srv") as srv:
-        run_name, run_id = _consolidate(srv, tmp_path)
+        run_name, run_id, art_id = _consolidate(srv, tmp_path)
         driver = browser
         _wait_for_text(driver, f"{srv.url}/runs", run_name)
         driver.save_screenshot(str(tmp_path / "runs.png"))
         _wait_for_text(driver, f"{srv.url}/runs/flow-run/{run_id}", run_name)
         driver.save_screenshot(str(tmp_path / "flow-run.png"))
-        _wait_for_text(
-            driver, f"{srv.url}/runs/flow-run/{run_id}?tab=Artifacts", "consolidate-report"
-        )
+        _click_text(driver, "Artifacts")  # the flow run's Artifacts tab
+        _wait_until_shown(driver, "consolidate-report")
         driver.save_screenshot(str(tmp_path / "flow-run-artifacts.png"))
+        _wait_for_text(driver, f"{srv.url}/artifacts", "consolidate-report")
+        # the artifact itself: its markdown rendered
         _wait_for_text(
-            driver, f"{srv.url}/artifacts/key/consolidate-report", "Episodes closed by reason"
+            driver, f"{srv.url}/artifacts/artifact/{art_id}", "Episodes closed by reason"
         )
         shot = tmp_path / "artifact.png"
         driver.save_screenshot(str(shot))
@@ -93,7 +110,7 @@ def test_flow_run_and_artifact_visible_in_prefect_ui(tmp_path: Path, browser) ->
         shutil.copyfile(tmp_path / "flow-run.png", keep)
 
 
-def _consolidate(srv: Server, tmp_path: Path) -> tuple[str, str]:
+def _consolidate(srv: Server, tmp_path: Path) -> tuple[str, str, str]:
     """Ingest a stream and run `episodic consolidate` against the server."""
     rt = get_runtime(Settings(home=srv.home / "episodic", embedder="hash", llm="offline"))
     ingest_file(rt.raw, write_jsonl(tmp_path / "t.jsonl", synthetic_stream(user="alice")), "jsonl")
@@ -102,5 +119,6 @@ def _consolidate(srv: Server, tmp_path: Path) -> tuple[str, str]:
     done = [r for r in runs if r["state"]["type"] == "COMPLETED"]
     assert done, runs
     arts = srv.post("/artifacts/filter", {"artifacts": {"key": {"any_": ["consolidate-report"]}}})
-    assert any(a["flow_run_id"] == done[0]["id"] for a in arts)
-    return str(done[0]["name"]), str(done[0]["id"])
+    mine = [a for a in arts if a["flow_run_id"] == done[0]["id"]]
+    assert mine, arts
+    return str(done[0]["name"]), str(done[0]["id"]), str(mine[0]["id"])

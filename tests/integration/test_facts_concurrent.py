@@ -91,6 +91,9 @@ def test_two_flow_runs_at_once_equal_one_after_the_other(
     consolidate(user=USER, flush=True)
     expected = snapshot(seq)
     assert len(expected["facts"]) == 4  # Paris, Berlin, Rex (deleted), Emacs
+    # both episodes merged in one run: the history still reads in decision order
+    berlin = next(f for f in seq.facts.list(USER) if "Berlin" in f.text)
+    assert [h.event for h in seq.facts.history(USER, berlin.fact_id)] == ["ADD", "UPDATE"]
 
     rt = runtime_for(name, tmp_path / "par", monkeypatch, stub=stub)
     _ingest_all(rt, tmp_path)

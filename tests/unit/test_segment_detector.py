@@ -59,9 +59,7 @@ def test_semantic_shift_cuts_before_the_user_turn_that_changes_topic() -> None:
 
 def test_soft_boundary_waits_for_a_user_turn_when_anchored() -> None:
     # the one-turn, uncentred path, where a turn is decided on its own
-    cfg = DetectorConfig(
-        semantic_threshold=0.5, semantic_decay=0.3, center=False, decision_delay=0
-    )
+    cfg = DetectorConfig(semantic_threshold=0.5, semantic_decay=0.3, center=False, decision_delay=0)
     anchored = segment_stream(topics(12, 5), cfg)  # the shift lands on an assistant turn
     assert anchored[0].seqs == tuple(range(6))
     free = segment_stream(topics(12, 5), replace(cfg, user_anchored=False))
