@@ -71,7 +71,7 @@ class Timeline:
     scores: list[dict[str, float]]
     episodes: list[Episode]
     cuts: list[tuple[float, str]] = field(default_factory=list)  # (x between turns, reason)
-    replayed: list[tuple[int, str]] = field(default_factory=list)  # (last seq, reason) of the replay
+    replayed: list[tuple[int, str]] = field(default_factory=list)  # (last seq, reason), replay
 
 
 def pick_stream(rt: Runtime, user_id: str, stream_id: str | None) -> tuple[str, int]:
