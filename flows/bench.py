@@ -14,10 +14,15 @@ def run_bench(name: str, turns: int | None = None) -> dict[str, Any]:
     reference, embed-backends) and the memory sizes; None keeps the defaults."""
     if name == "segment":
         from episodic.segment_bench import bench_segment
-        from flows.bench_corpus import machine
+        from flows.bench_corpus import machine, report, target
 
         res = bench_segment(caps=(50, 150))
         res["machine"] = machine()
+        cap50 = next((r for r in res["results"] if r["max_run_length"] == 50), None)
+        res["targets"] = {
+            "median_us_cap50": target(cap50["median_us"] if cap50 else None, "<=", 50.0)
+        }
+        report("segment", res)
         return res
     if name == "pipeline":
         from flows.bench_pipeline import bench_pipeline

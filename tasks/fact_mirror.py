@@ -34,8 +34,9 @@ class ActiveFacts:
 
     def _matrix(self) -> tuple[list[str], np.ndarray]:
         if self._mat is None:
-            self._ids = [f for f, v in self._vec.items() if v is not None]
-            rows = [self._vec[f] for f in self._ids]
+            pairs = [(f, v) for f, v in self._vec.items() if v is not None]
+            self._ids = [f for f, _ in pairs]
+            rows = [v for _, v in pairs]
             mat = np.stack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
             norms = np.linalg.norm(mat, axis=1, keepdims=True) if rows else mat
             self._mat = np.divide(mat, norms, out=np.zeros_like(mat), where=norms > 0)
