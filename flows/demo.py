@@ -20,6 +20,8 @@ def run_demo(console: Console) -> dict[str, object]:
     from tasks.runtime import get_runtime
 
     rt = get_runtime()
+    if not console.is_terminal:
+        console.width = max(console.width, 110)  # a log file has room for whole rows
     console.rule("[bold]episodic demo")
     console.print(f"store: {rt.store.uri}\nembedder: {rt.embedder.name}, LLM: {rt.provider.name}")
     rep = ingest_file(rt.raw, SAMPLE, "jsonl")
@@ -40,7 +42,7 @@ def run_demo(console: Console) -> dict[str, object]:
     t = Table(title="3. episodes (why each was cut, how salient)")
     for col, w in (("stream", 12), ("turns", 5), ("started", 11), ("cut by", 14), ("sal", 3)):
         t.add_column(col, no_wrap=True, min_width=w)
-    t.add_column("summary", no_wrap=True, overflow="ellipsis", max_width=34)
+    t.add_column("summary", no_wrap=True, overflow="ellipsis", max_width=26)
     for e in eps:
         t.add_row(
             e.stream_id,
@@ -70,9 +72,9 @@ def run_demo(console: Console) -> dict[str, object]:
     st = Table(
         title="5. search 'where does the user live' (score = recency + importance + similarity)"
     )
-    for col, w in (("score", 5), ("kind", 10), ("rec", 4), ("imp", 4), ("sim", 4)):
+    for col, w in (("score", 5), ("kind", 7), ("rec", 4), ("imp", 4), ("sim", 4)):
         st.add_column(col, no_wrap=True, min_width=w)
-    st.add_column("text", no_wrap=True, overflow="ellipsis", max_width=40)
+    st.add_column("text", no_wrap=True, overflow="ellipsis", max_width=30)
     for h in hits:
         st.add_row(
             f"{h.score:.2f}",
