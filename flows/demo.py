@@ -42,7 +42,7 @@ def run_demo(console: Console) -> dict[str, object]:
     t = Table(title="3. episodes (why each was cut, how salient)")
     for col, w in (("stream", 12), ("turns", 5), ("started", 11), ("cut by", 14), ("sal", 3)):
         t.add_column(col, no_wrap=True, min_width=w)
-    t.add_column("summary", no_wrap=True, overflow="ellipsis", max_width=26)
+    t.add_column("summary", no_wrap=True, overflow="ellipsis", max_width=46)
     for e in eps:
         t.add_row(
             e.stream_id,
@@ -74,7 +74,7 @@ def run_demo(console: Console) -> dict[str, object]:
     )
     for col, w in (("score", 5), ("kind", 7), ("rec", 4), ("imp", 4), ("sim", 4)):
         st.add_column(col, no_wrap=True, min_width=w)
-    st.add_column("text", no_wrap=True, overflow="ellipsis", max_width=30)
+    st.add_column("text", no_wrap=True, overflow="ellipsis", max_width=50)
     for h in hits:
         st.add_row(
             f"{h.score:.2f}",
