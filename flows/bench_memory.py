@@ -2,7 +2,7 @@
 
 For each N a fresh store is filled by one child process (realistic turns, 20
 users) and consolidated by another, which reports its own peak RSS
-(`ru_maxrss`), so the ingest's memory does not count. The cheap hash embedder
+(VmHWM), so the ingest's memory does not count. The cheap hash embedder
 stands in for MiniLM (the model's own ~0.3 GB would be the same at every N);
 the question is whether anything held grows with N. Prefect's ephemeral API
 runs in its own process and is not counted."""
@@ -43,6 +43,20 @@ def _child(args: list[str], db: Path) -> dict[str, Any]:
         raise RuntimeError(f"bench memory child {args} failed:\n{out.stderr[-3000:]}")
     last: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return last
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS. VmHWM, not ru_maxrss: Linux carries ru_maxrss
+    over from the parent through fork and exec, so a child started by a big
+    parent would report the parent's peak."""
+    try:
+        with open("/proc/self/status", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def bench_memory(sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
@@ -91,11 +105,11 @@ def _main(argv: list[str]) -> None:
         return
     from flows.consolidate import consolidate
 
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    base = peak_rss_mb()
     t0 = time.perf_counter()
     summary = consolidate(flush=True)
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mb()
     print(
         json.dumps(
             {

@@ -12,6 +12,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -35,24 +36,55 @@ class FactBatch:
     decided_by: Counter[str] = field(default_factory=Counter)
 
 
+def extract_episode(
+    rt: Runtime, e: Episode, now: datetime, known: dict[str, Turn] | None = None
+) -> tuple[list[Any], np.ndarray]:
+    """The episode's new facts and their vectors (the part that needs no store)."""
+    new_facts = extract_facts(rt.provider, _views(rt, e, known), now=now)
+    if not new_facts:
+        return [], np.zeros((0, rt.embedder.dim), dtype=np.float32)
+    return new_facts, rt.embedder.embed([f.text for f in new_facts])
+
+
+def _views(rt: Runtime, e: Episode, known: dict[str, Turn] | None) -> list[FactTurn]:
+    if known is not None and all(t in known for t in e.turn_ids):
+        turns = sorted((known[t] for t in e.turn_ids), key=lambda t: (t.stream_id, t.seq))
+    else:
+        turns = rt.raw.by_ids(e.user_id, e.turn_ids)
+    return [
+        FactTurn(turn_id=t.turn_id, role=t.role, text=t.text, event_ts=t.event_ts) for t in turns
+    ]
+
+
+def extract_window(
+    rt: Runtime, episodes: list[Episode], now: datetime, known: dict[str, Turn]
+) -> dict[str, tuple[list[Any], np.ndarray]]:
+    """Extract every episode's facts, then embed them all in one batch: one
+    model call per window instead of one per episode."""
+    facts = {
+        e.episode_id: extract_facts(rt.provider, _views(rt, e, known), now=now) for e in episodes
+    }
+    texts = [f.text for fs in facts.values() for f in fs]
+    vecs = rt.embedder.embed(texts) if texts else np.zeros((0, rt.embedder.dim), np.float32)
+    out: dict[str, tuple[list[Any], np.ndarray]] = {}
+    pos = 0
+    for eid, fs in facts.items():
+        out[eid] = (fs, vecs[pos : pos + len(fs)])
+        pos += len(fs)
+    return out
+
+
 def plan_episode(
     rt: Runtime,
     e: Episode,
     now: datetime,
     known: dict[str, Turn] | None = None,
     mirror: ActiveFacts | None = None,
+    extracted: tuple[list[Any], np.ndarray] | None = None,
 ) -> list[PlannedFact]:
-    if known is not None and all(t in known for t in e.turn_ids):
-        turns = sorted((known[t] for t in e.turn_ids), key=lambda t: (t.stream_id, t.seq))
-    else:
-        turns = rt.raw.by_ids(e.user_id, e.turn_ids)
-    views = [
-        FactTurn(turn_id=t.turn_id, role=t.role, text=t.text, event_ts=t.event_ts) for t in turns
-    ]
-    new_facts = extract_facts(rt.provider, views, now=now)
+    new_facts, vecs = extracted if extracted is not None else extract_episode(rt, e, now, known)
     if not new_facts:
         return []
-    vecs = rt.embedder.embed([f.text for f in new_facts])
     sets = []
     for f, v in zip(new_facts, vecs, strict=True):
         if mirror is not None:
@@ -175,6 +207,8 @@ def _merge_window(
     unchanged store, after it replays the saved plans."""
     ids = [t for e in window if e.facts_state != "planned" for t in e.turn_ids]
     known = {t.turn_id: t for t in rt.raw.by_ids(user_id, ids)}  # one read per window
+    fresh = [e for e in window if not (e.facts_state == "planned" and e.fact_plan)]
+    extracted = extract_window(rt, fresh, now, known)
     mirror: ActiveFacts | None = None
     queued: list[tuple[Episode, list[PlannedFact], str]] = []
     for e in window:
@@ -187,7 +221,7 @@ def _merge_window(
         else:
             if mirror is None:
                 mirror = ActiveFacts(rt.facts, user_id)
-            plan = plan_episode(rt, e, now, known, mirror)
+            plan = plan_episode(rt, e, now, known, mirror, extracted[e.episode_id])
             mirror.apply(e.episode_id, plan)
             queued.append((e, plan, json.dumps([p.as_json() for p in plan])))
             counts = _counts(plan)
