@@ -1,13 +1,13 @@
 """The exception tree of episodic.
 
-    EpisodicError
-    +-- IngestError            a source could not be read at all
-    +-- StorageError           LanceDB refused or lost a write
-    |   +-- ConflictError      an optimistic version check failed; retry the poll
-    +-- LLMError               a provider call failed after its retries
-    |   +-- LLMTransientError  timeout, 429 or 5xx; worth retrying
-    |   +-- LLMSchemaError     the answer never fit the response model
-    +-- SegmenterStateError    a checkpoint could not be restored
+EpisodicError
++-- IngestError            a source could not be read at all
++-- StorageError           LanceDB refused or lost a write
+|   +-- ConflictError      an optimistic version check failed; retry the poll
++-- LLMError               a provider call failed after its retries
+|   +-- LLMTransientError  timeout, 429 or 5xx; worth retrying
+|   +-- LLMSchemaError     the answer never fit the response model
++-- SegmenterStateError    a checkpoint could not be restored
 """
 
 from __future__ import annotations
