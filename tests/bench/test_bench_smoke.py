@@ -38,7 +38,10 @@ def test_reference_reports_a_speedup() -> None:
 
     res = bench_reference(turns=200, embedder="hash", pipeline={"turns": 200, "turns_per_s": 50.0})
     assert res["reference_turns_per_s"] > 0 and res["reference_episodes"] >= 3
-    assert math.isclose(res["speedup"], 50.0 / res["reference_turns_per_s"], rel_tol=0.02)
+    # both figures are rounded in the report: allow for the rounding, not more
+    assert math.isclose(
+        res["speedup"], 50.0 / res["reference_turns_per_s"], rel_tol=0.02, abs_tol=0.006
+    )
     _target_shape(res)
 
 
