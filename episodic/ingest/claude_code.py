@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from episodic.ingest.anthropic_messages import blocks_to_parts
-from episodic.ingest.common import Context, decode_json, iter_lines
+from episodic.ingest.common import Context, json_lines
 from episodic.models import Rejected, TurnIn
 
 CONTINUATION = "This session is being continued from a previous conversation"
@@ -35,17 +35,12 @@ def is_compaction(entry: dict[str, Any]) -> bool:
 
 
 def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
-    for line_no, raw, too_long in iter_lines(ctx.path, ctx.opts, ctx.stats):
-        if too_long:
-            yield ctx.reject(line_no, raw, too_long)
+    for item in json_lines(ctx):
+        if isinstance(item, Rejected):
+            yield item
             continue
-        if not raw.strip():
-            ctx.stats.skipped_blank += 1
-            continue
-        entry, why = decode_json(raw)
-        if why:
-            yield ctx.reject(line_no, raw, why)
-        elif not isinstance(entry, dict):
+        line_no, raw, entry = item
+        if not isinstance(entry, dict):
             yield ctx.reject(line_no, raw, f"expected a JSON object, got {type(entry).__name__}")
         elif "type" not in entry:
             yield ctx.reject(line_no, raw, "missing field: type")

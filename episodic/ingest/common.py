@@ -353,3 +353,20 @@ class Context:
             return reject(f"{where}: {first.get('msg', 'invalid')}", uid, sid)
         self.stats.turns += 1
         return turn
+
+
+def json_lines(ctx: Context) -> Iterator[tuple[int, bytes, Any] | Rejected]:
+    """Each non-blank line of a JSONL file as (line_no, raw, decoded value), or
+    the Rejected that says why it could not be decoded."""
+    for line_no, raw, too_long in iter_lines(ctx.path, ctx.opts, ctx.stats):
+        if too_long:
+            yield ctx.reject(line_no, raw, too_long)
+            continue
+        if not raw.strip():
+            ctx.stats.skipped_blank += 1
+            continue
+        obj, why = decode_json(raw)
+        if why:
+            yield ctx.reject(line_no, raw, why)
+            continue
+        yield line_no, raw, obj

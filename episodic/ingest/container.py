@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from episodic.ingest.common import Context, decode_json, iter_lines
+from episodic.ingest.common import Context, decode_json, json_lines
 from episodic.models import Rejected
 
 _SNIFF_LINES = 8
@@ -75,15 +75,5 @@ def records(ctx: Context) -> Iterator[Record | Rejected]:
                 yield ctx.reject(e.lineno, data[: ctx.opts.max_line_bytes], reason)
                 return
             ctx.stats.bytes_read = 0
-    for line_no, raw, too_long in iter_lines(ctx.path, ctx.opts, ctx.stats):
-        if too_long:
-            yield ctx.reject(line_no, raw, too_long)
-            continue
-        if not raw.strip():
-            ctx.stats.skipped_blank += 1
-            continue
-        obj, why = decode_json(raw)
-        if why:
-            yield ctx.reject(line_no, raw, why)
-            continue
-        yield Record(line_no, raw, obj)
+    for item in json_lines(ctx):
+        yield item if isinstance(item, Rejected) else Record(*item)

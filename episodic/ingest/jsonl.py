@@ -8,22 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from episodic.ingest.common import Context, decode_json, iter_lines
+from episodic.ingest.common import Context, json_lines
 from episodic.models import Rejected, TurnIn
 
 
 def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
-    for line_no, raw, too_long in iter_lines(ctx.path, ctx.opts, ctx.stats):
-        if too_long:
-            yield ctx.reject(line_no, raw, too_long)
+    for item in json_lines(ctx):
+        if isinstance(item, Rejected):
+            yield item
             continue
-        if not raw.strip():
-            ctx.stats.skipped_blank += 1
-            continue
-        obj, why = decode_json(raw)
-        if why:
-            yield ctx.reject(line_no, raw, why)
-            continue
+        line_no, raw, obj = item
         if not isinstance(obj, dict):
             yield ctx.reject(line_no, raw, f"expected a JSON object, got {type(obj).__name__}")
             continue
