@@ -53,7 +53,6 @@ class Store:
             "reflections": lambda: schemas.reflections(dim),
             "segmenter_state": schemas.segmenter_state,
             "reflection_marks": schemas.reflection_marks,
-            "leases": schemas.leases,
         }
 
     def table(self, name: str) -> Any:

@@ -32,20 +32,15 @@ def lock_dir(db_uri: str) -> Path | None:
 
 
 @contextmanager
-def user_lease(
-    db_uri: str, user_id: str, *, wait_s: float = 600.0, scope: str = ""
-) -> Iterator[bool]:
-    """Hold the user's lease; wait up to wait_s, then raise LeaseBusy.
-    Yields True when it had to wait for another run. A `scope` names a
-    separate lease of the same user (e.g. "facts"), which a holder of the
-    main lease may take inside it without waiting on itself."""
+def file_lock(db_uri: str, name: str, *, wait_s: float | None = None) -> Iterator[bool]:
+    """An exclusive kernel lock on `<db>.locks/<name>.lock`; a no-op on object
+    storage. Waits forever when wait_s is None, else raises LeaseBusy after
+    wait_s. Yields True when it had to wait."""
     d = lock_dir(db_uri)
     if d is None:
         yield False
         return
     d.mkdir(parents=True, exist_ok=True)
-    # never put a user value in a path
-    name = stable_id("lease", user_id) if not scope else stable_id("lease", scope, user_id)
     fd = os.open(d / f"{name}.lock", os.O_CREAT | os.O_RDWR, 0o600)
     waited = False
     start = time.monotonic()
@@ -56,12 +51,23 @@ def user_lease(
                 break
             except BlockingIOError:
                 waited = True
-                if time.monotonic() - start > wait_s:
+                if wait_s is not None and time.monotonic() - start > wait_s:
                     raise LeaseBusy(name[:8], time.monotonic() - start) from None
                 time.sleep(0.05)
         yield waited
     finally:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+@contextmanager
+def user_lease(
+    db_uri: str, user_id: str, *, wait_s: float = 600.0, scope: str = ""
+) -> Iterator[bool]:
+    """Hold the user's lease; wait up to wait_s, then raise LeaseBusy.
+    Yields True when it had to wait for another run. A `scope` names a
+    separate lease of the same user (e.g. "facts"), which a holder of the
+    main lease may take inside it without waiting on itself."""
+    # never put a user value in a path
+    name = stable_id("lease", user_id) if not scope else stable_id("lease", scope, user_id)
+    with file_lock(db_uri, name, wait_s=wait_s) as waited:
+        yield waited

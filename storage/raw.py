@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import fcntl
-import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -16,7 +14,7 @@ from episodic.models import Rejected, Turn, TurnIn, now_utc, stable_id
 from storage import filters
 from storage.codec import dumps, loads, to_aware, to_naive
 from storage.db import Store
-from storage.lease import lock_dir
+from storage.lease import file_lock
 from storage.schemas import raw_turns as raw_schema
 from storage.schemas import rejected_input as rejected_schema
 from storage.schemas import streams as streams_schema
@@ -49,22 +47,10 @@ def stream_key(user_id: str, stream_id: str) -> str:
     return stable_id("stream", user_id, stream_id)
 
 
-@contextmanager
-def append_lock(db_uri: str) -> Iterator[None]:
-    """One appender at a time per local store, across threads and processes (a
-    kernel file lock, released if the process dies). Object storage has no
-    shared lock here: one ingest process per store there."""
-    d = lock_dir(db_uri)
-    if d is None:
-        yield
-        return
-    d.mkdir(parents=True, exist_ok=True)
-    fd = os.open(d / "raw-append.lock", os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+def append_lock(db_uri: str) -> AbstractContextManager[bool]:
+    """One appender at a time per local store, across threads and processes.
+    Object storage has no shared lock here: one ingest process per store there."""
+    return file_lock(db_uri, "raw-append")
 
 
 class RawLog:

@@ -66,24 +66,6 @@ class Reflections:
         )
         return [self._from_row(r) for r in rows]
 
-    def update(self, user_id: str, changes: dict[str, dict[str, Any]]) -> int:
-        known = {r.reflection_id for r in self.by_ids(user_id, list(changes))}
-        cols = sorted({c for ch in changes.values() for c in ch})
-        rows = []
-        for rid, ch in changes.items():
-            if rid in known and set(ch) == set(cols):
-                rows.append({"reflection_id": rid, **{c: _enc(ch[c]) for c in cols}})
-        if not rows:
-            return 0
-        full = reflections_schema(self.store.dim)
-        schema = pa.schema([full.field("reflection_id")] + [full.field(c) for c in cols])
-        res = (
-            self.table.merge_insert("reflection_id")
-            .when_matched_update_all()
-            .execute(pa.Table.from_pylist(rows, schema=schema))
-        )
-        return int(res.num_updated_rows)
-
     # ---- ledger ---------------------------------------------------------
     def last_reflected_at(self, user_id: str) -> datetime | None:
         rows = self.marks.search().where(filters.user(user_id)).limit(2).to_list()
@@ -91,14 +73,7 @@ class Reflections:
 
     def mark_reflected(self, user_id: str, at: datetime) -> None:
         data = pa.Table.from_pylist(
-            [
-                {
-                    "user_id": user_id,
-                    "last_reflected_at": to_naive(at),
-                    "pending_salience": 0.0,
-                    "version": 0,
-                }
-            ],
+            [{"user_id": user_id, "last_reflected_at": to_naive(at)}],
             schema=marks_schema(),
         )
         (
@@ -124,6 +99,3 @@ class Reflections:
             status=r["status"],
         )
 
-
-def _enc(v: Any) -> Any:
-    return to_naive(v) if isinstance(v, datetime) else v

@@ -185,23 +185,6 @@ def segmenter_state() -> pa.Schema:
 
 
 def reflection_marks() -> pa.Schema:
-    # per user: the salience that has piled up since the last reflection
-    return pa.schema(
-        [
-            ("user_id", pa.string()),
-            ("last_reflected_at", TS),
-            ("pending_salience", pa.float64()),
-            ("version", pa.int64()),
-        ]
-    )
-
-
-def leases() -> pa.Schema:
-    return pa.schema(
-        [
-            ("key", pa.string()),
-            ("user_id", pa.string()),
-            ("owner", pa.string()),
-            ("until", TS),
-        ]
-    )
+    # per user: when the last reflection ran; the salience piled up since is
+    # summed from the episodes closed after it, never stored twice
+    return pa.schema([("user_id", pa.string()), ("last_reflected_at", TS)])
