@@ -14,7 +14,7 @@ from flows.names import from_params
 from flows.report import consolidate_markdown, publish_markdown
 from storage.lease import user_lease
 from tasks.runtime import get_runtime
-from tasks.steps import merge_facts, score_salience, segment_stream
+from tasks.steps import merge_facts, score_salience, segment_streams
 
 SALIENCE_CHUNK = 500  # one read and one write per chunk: fewer, larger writes
 
@@ -23,11 +23,11 @@ def _work(user: str | None) -> dict[str, list[tuple[str, int]]]:
     """Streams with turns above their watermark or an open episode to idle-close,
     and users with episodes still to score or merge."""
     rt = get_runtime()
-    marks = {(c.user_id, c.stream_id): c for c in rt.checkpoints.all(user)}
+    marks = rt.checkpoints.progress(user)
     todo: dict[str, list[tuple[str, int]]] = {}
     for h in rt.raw.streams(user):
-        cp = marks.get((h.user_id, h.stream_id))
-        if cp is None or cp.watermark < h.head_seq or cp.open_turn_ids:
+        watermark, has_open = marks.get((h.user_id, h.stream_id), (-1, False))
+        if watermark < h.head_seq or has_open:
             todo.setdefault(h.user_id, []).append((h.stream_id, h.head_seq))
     # a run that died after segmenting left episodes unscored or unmerged:
     # resume them even when no new turn arrives
@@ -53,20 +53,21 @@ def _mark_run(user_id: str, streams: list[tuple[str, int]], state: str) -> None:
     """Name this run and its state on each stream it touched (`episodic status`)."""
     from prefect.runtime import flow_run
 
+    if not streams:
+        return
     rt = get_runtime()
     name = str(flow_run.name or "")
-    for s, _ in streams:
-        try:
-            rt.checkpoints.mark_run(user_id, s, name, state)
-        except Exception as e:  # bookkeeping must not fail the run
-            get_run_logger().warning("could not record the run on %s: %s", s, e)
+    try:
+        rt.checkpoints.mark_runs(user_id, [s for s, _ in streams], name, state)
+    except Exception as e:  # bookkeeping must not fail the run
+        get_run_logger().warning("could not record the run on %d streams: %s", len(streams), e)
 
 
 def _consolidate_leased(
     user_id: str, streams: list[tuple[str, int]], flush: bool
 ) -> dict[str, Any]:
     rt = get_runtime()
-    polls = [segment_stream(user_id, s, head, flush) for s, head in streams]
+    polls = segment_streams(user_id, streams, flush, n=len(streams)) if streams else []
     new_ids = [e for p in polls for e in p["episodes"]]
     pending = [e.episode_id for e in rt.episodes.unscored(user_id)]
     ids = list(dict.fromkeys(new_ids + pending))

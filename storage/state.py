@@ -16,6 +16,9 @@ from storage.codec import to_aware, to_naive
 from storage.db import Store
 from storage.schemas import segmenter_state as state_schema
 
+CHUNK = 1_000  # keys per IN list
+MAX_ROWS = 10_000_000
+
 
 @dataclass
 class Checkpoint:
@@ -55,6 +58,36 @@ class Checkpoints:
             return Checkpoint(user_id=user_id, stream_id=stream_id)
         return self._from_row(rows[0])
 
+    def load_many(self, user_id: str, stream_ids: list[str]) -> dict[str, Checkpoint]:
+        """Each stream's checkpoint (a fresh one where none is stored), in
+        one read per 1,000 streams."""
+        out = {s: Checkpoint(user_id=user_id, stream_id=s) for s in stream_ids}
+        keys = [state_key(user_id, s) for s in out]
+        for i in range(0, len(keys), CHUNK):
+            chunk = keys[i : i + CHUNK]
+            rows = (
+                self.table.search()
+                .where(filters.user_in(user_id, "key", chunk))
+                .limit(len(chunk) + 1)
+                .to_list()
+            )
+            for r in rows:
+                cp = self._from_row(r)
+                out[cp.stream_id] = cp
+        return out
+
+    def progress(self, user_id: str | None = None) -> dict[tuple[str, str], tuple[int, bool]]:
+        """(user, stream) -> (watermark, has open turns), without reading the
+        serialized detectors: what deciding which streams have work needs."""
+        q = self.table.search()
+        if user_id is not None:
+            q = q.where(filters.user(user_id))
+        tbl = q.select(["user_id", "stream_id", "watermark", "open_turn_ids"]).limit(MAX_ROWS)
+        out: dict[tuple[str, str], tuple[int, bool]] = {}
+        for r in tbl.to_arrow().to_pylist():
+            out[(r["user_id"], r["stream_id"])] = (int(r["watermark"]), bool(r["open_turn_ids"]))
+        return out
+
     def all(self, user_id: str | None = None) -> list[Checkpoint]:
         q = self.table.search()
         if user_id is not None:
@@ -82,11 +115,59 @@ class Checkpoints:
             raise ConflictError(cp.key, cp.version, found)
         return new
 
-    def mark_run(self, user_id: str, stream_id: str, run: str, state: str) -> None:
-        self.table.update(
-            where=filters.eq("key", state_key(user_id, stream_id)),
-            values={"last_run": run, "last_run_state": state},
+    def save_many(self, cps: list[Checkpoint]) -> list[Checkpoint]:
+        """`save` for many streams in one commit, each row as its version + 1.
+        A row someone else moved since it was loaded is left alone and
+        ConflictError names it (the others are written: each is still a
+        valid checkpoint of its own stream). Streams must be distinct."""
+        if not cps:
+            return []
+        if len({cp.key for cp in cps}) != len(cps):
+            raise ValueError("one checkpoint per stream in a save_many")
+        now = now_utc()
+        new = [
+            Checkpoint(**{**cp.__dict__, "version": cp.version + 1, "updated_at": now})
+            for cp in cps
+        ]
+        data = pa.Table.from_pylist([self._to_row(c) for c in new], schema=state_schema())
+        # an update lands only where the stored version is the one each row was
+        # loaded at; a row never stored is inserted (a stored row has version >= 1,
+        # so a source row at version 1 cannot match it)
+        res = (
+            self.table.merge_insert("key")
+            .when_matched_update_all(where="target.version = source.version - 1")
+            .when_not_matched_insert_all()
+            .execute(data)
         )
+        if int(res.num_updated_rows) + int(res.num_inserted_rows) != len(new):
+            self._raise_conflict(new)
+        return new
+
+    def _raise_conflict(self, written: list[Checkpoint]) -> None:
+        """Name a row of `written` that is not what is stored (its version and
+        write time tell ours from another writer's)."""
+        by_user: dict[str, list[Checkpoint]] = {}
+        for cp in written:
+            by_user.setdefault(cp.user_id, []).append(cp)
+        for uid, group in by_user.items():
+            stored = self.load_many(uid, [c.stream_id for c in group])
+            for cp in group:
+                have = stored[cp.stream_id]
+                if (have.version, have.updated_at) != (cp.version, cp.updated_at):
+                    raise ConflictError(cp.key, cp.version - 1, have.version)
+        raise ConflictError(written[0].key, written[0].version - 1, -1)
+
+    def mark_run(self, user_id: str, stream_id: str, run: str, state: str) -> None:
+        self.mark_runs(user_id, [stream_id], run, state)
+
+    def mark_runs(self, user_id: str, stream_ids: list[str], run: str, state: str) -> None:
+        """Name the run and its state on many streams: one write per 5,000."""
+        keys = [state_key(user_id, s) for s in stream_ids]
+        for i in range(0, len(keys), 5 * CHUNK):
+            self.table.update(
+                where=filters.user_in(user_id, "key", keys[i : i + 5 * CHUNK]),
+                values={"last_run": run, "last_run_state": state},
+            )
 
     @staticmethod
     def _to_row(cp: Checkpoint) -> dict[str, object]:

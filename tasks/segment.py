@@ -1,10 +1,18 @@
-"""One segmentation poll of one stream: read the turns above the watermark in
-bounded batches, embed the ones not yet embedded, run the detector from its
-checkpoint, write closed episodes, then the checkpoint.
+"""One segmentation poll over a user's streams: read the turns above each
+watermark, embed the ones not yet embedded, run each stream's detector from
+its checkpoint, write closed episodes, then the checkpoints.
 
-Crash safety: episodes are written before the checkpoint, with ids derived
-from (user, stream, first seq); a rerun from the old checkpoint closes the
-same episodes and the insert-if-absent write adds nothing twice."""
+Streams are advanced in waves: a wave takes the next slice (up to
+`batch_turns`) of as many streams as fit in `batch_turns` turns, and costs a
+fixed number of queries and commits whatever its number of streams: one raw
+read per 64 distinct seq ranges, one vector read and write, one episode
+write, one checkpoint write. A poll over 1,000 streams of 3 turns is two
+waves, not 1,000 polls.
+
+Crash safety: episodes are written before the checkpoints, with ids derived
+from (user, stream, first seq); a rerun from the old checkpoints closes the
+same episodes and the insert-if-absent write adds nothing twice. A wave's
+checkpoints are one commit; the crash points fire once per wave."""
 
 from __future__ import annotations
 
@@ -17,7 +25,9 @@ import numpy as np
 from episodic.models import Episode, Turn, now_utc
 from episodic.prediction_error import make_judge
 from episodic.segment import Detector
+from episodic.segment.clock import CLAMPED_KEY, segment_time
 from episodic.segment.types import ClosedSegment, SegTurn
+from storage.raw_ranges import read_ranges
 from storage.state import Checkpoint
 from tasks.crashpoints import crashpoint
 from tasks.runtime import Runtime
@@ -36,8 +46,9 @@ class StreamPoll:
     oldest_unprocessed: datetime | None = None
 
 
-def embed_turns(rt: Runtime, user_id: str, turns: list[Turn]) -> tuple[np.ndarray, int]:
-    """Vectors for the turns, embedding only those never embedded by this model."""
+def embed_turns(rt: Runtime, user_id: str, turns: list[Turn]) -> tuple[np.ndarray, set[str]]:
+    """Vectors for the turns, embedding only those never embedded by this
+    model; and the ids of the turns embedded now."""
     model = rt.embedder.name
     ids = [t.turn_id for t in turns]
     have = rt.vectors.get(user_id, ids, model) if ids else {}
@@ -51,17 +62,20 @@ def embed_turns(rt: Runtime, user_id: str, turns: list[Turn]) -> tuple[np.ndarra
     out = np.zeros((len(turns), rt.embedder.dim), dtype=np.float32)
     for i, t in enumerate(turns):
         out[i] = have[t.turn_id]
-    return out, len(missing)
+    return out, {t.turn_id for t in missing}
 
 
 def to_seg_turn(t: Turn, vec: np.ndarray | None) -> SegTurn:
+    """The turn as the detector reads it; a future event time is clamped
+    (episodic/segment/clock.py)."""
+    ts, _ = segment_time(t.event_ts, t.ingest_ts)
     return SegTurn(
         seq=t.seq,
         turn_id=t.turn_id,
         role=t.role,
         kind=t.kind,
         text=t.text,
-        event_ts=t.event_ts,
+        event_ts=ts,
         vector=vec,
     )
 
@@ -73,21 +87,26 @@ def episode_text(turns: list[Turn], max_chars: int = 20_000) -> str:
 
 
 def _to_episodes(
-    rt: Runtime,
     cp: Checkpoint,
     segs: list[ClosedSegment],
     known: dict[str, Turn],
     now: datetime,
 ) -> tuple[list[Episode], str]:
-    need = [tid for s in segs for tid in s.turn_ids if tid not in known]
-    if need:
-        for t in rt.raw.by_ids(cp.user_id, need):
-            known[t.turn_id] = t
+    """Episodes for one stream's closed segments; `known` holds their turns.
+
+    Start and end are the min and max of the turns' (clamped) event times; a
+    turn clamped for being dated in the future is counted in the episode's
+    `signal_scores` under `clamped_future_turns`."""
     last_id = cp.last_episode_id
     out: list[Episode] = []
     for s in segs:
         eid = Episode.make_id(cp.user_id, cp.stream_id, s.seqs[0])
         turns = [known[tid] for tid in s.turn_ids if tid in known]
+        times = [segment_time(t.event_ts, t.ingest_ts) for t in turns]
+        clamped = sum(1 for _, c in times if c)
+        scores = dict(s.signal_scores)
+        if clamped:
+            scores[CLAMPED_KEY] = float(clamped)
         out.append(
             Episode(
                 episode_id=eid,
@@ -97,12 +116,12 @@ def _to_episodes(
                 last_seq=s.seqs[-1],
                 turn_ids=list(s.turn_ids),
                 n_turns=len(s.turn_ids),
-                started_at=s.started_at,
-                ended_at=s.ended_at,
+                started_at=min((ts for ts, _ in times), default=s.started_at),
+                ended_at=max((ts for ts, _ in times), default=s.ended_at),
                 closed_at=now,
                 boundary_reason=s.reason,
                 boundary_score=float(s.score),
-                signal_scores=dict(s.signal_scores),
+                signal_scores=scores,
                 centroid=list(s.centroid),
                 peak_surprisal=float(s.peak_surprisal),
                 summary=s.summary or "",
@@ -115,6 +134,23 @@ def _to_episodes(
     return out, last_id
 
 
+@dataclass
+class _Cursor:
+    """One stream in a poll: its checkpoint, its detector, what the poll did."""
+
+    cp: Checkpoint
+    det: Detector
+    head: int
+    poll: StreamPoll
+    last_turn: Turn | None = None
+    segs: list[ClosedSegment] = field(default_factory=list)
+    upto: int = -1
+
+    @property
+    def behind(self) -> int:
+        return self.head - self.cp.watermark
+
+
 def poll_stream(
     rt: Runtime,
     user_id: str,
@@ -125,84 +161,140 @@ def poll_stream(
     judge: object | None = None,
     flush: bool = False,
 ) -> StreamPoll:
+    """`poll_streams` for one stream."""
+    return poll_streams(rt, user_id, [(stream_id, head_seq)], now=now, judge=judge, flush=flush)[0]
+
+
+def poll_streams(
+    rt: Runtime,
+    user_id: str,
+    heads: list[tuple[str, int]],
+    *,
+    now: datetime | None = None,
+    judge: object | None = None,
+    flush: bool = False,
+) -> list[StreamPoll]:
+    """Bring every (stream, head seq) of one user up to its head, in waves;
+    then close what has been idle (or everything, with `flush`)."""
     now = now or now_utc()
     batch = max(1, rt.settings.batch_turns)
     if judge is None and rt.provider.name != "offline":
         # the LLM check, asked only in the detector's ambiguous band
         judge = make_judge(rt.provider)
-    result = StreamPoll(user_id=user_id, stream_id=stream_id)
-    cp = rt.checkpoints.load(user_id, stream_id)
-    det = (
-        Detector.from_state(cp.detector, judge=judge)  # type: ignore[arg-type]
-        if cp.detector
-        else Detector(judge=judge)  # type: ignore[arg-type]
-    )
-    last_turn: Turn | None = None
-    while cp.watermark < head_seq:
-        upto = min(head_seq, cp.watermark + batch)
-        turns = rt.raw.read(user_id, stream_id, cp.watermark, upto)
-        if turns and result.oldest_unprocessed is None:
-            result.oldest_unprocessed = turns[0].event_ts
-        vecs, n_new = embed_turns(rt, user_id, turns)
-        result.embedded += n_new
-        known = {t.turn_id: t for t in turns}
-        segs: list[ClosedSegment] = []
-        for t, v in zip(turns, vecs, strict=True):
-            segs.extend(det.update(to_seg_turn(t, v)))
-        result.turns_read += len(turns)
-        if turns:
-            last_turn = turns[-1]
-        cp = _persist(rt, cp, det, segs, known, upto, now, result)
-    # idle close: measured from when the last turn reached us, so a replay of
-    # old history is not cut at every poll
-    if det.open_turn_ids:
-        if last_turn is None:
-            found = rt.raw.by_ids(user_id, [det.open_turn_ids[-1]])
-            last_turn = found[0] if found else None
-        segs = []
+    cps = rt.checkpoints.load_many(user_id, [s for s, _ in heads])
+    cursors: list[_Cursor] = []
+    for sid, head in heads:
+        cp = cps[sid]
+        det = (
+            Detector.from_state(cp.detector, judge=judge)  # type: ignore[arg-type]
+            if cp.detector
+            else Detector(judge=judge)  # type: ignore[arg-type]
+        )
+        cursors.append(_Cursor(cp, det, head, StreamPoll(user_id=user_id, stream_id=sid)))
+    active = [c for c in cursors if c.behind > 0]
+    while active:
+        wave: list[_Cursor] = []
+        room = batch
+        for c in active:
+            take = min(batch, c.behind)
+            if wave and take > room:
+                break
+            c.upto = c.cp.watermark + take
+            room -= take
+            wave.append(c)
+        _advance(rt, user_id, wave, now)
+        active = [c for c in active if c.behind > 0]
+    _close_idle(rt, user_id, cursors, now, flush)
+    for c in cursors:
+        c.poll.open_turns = len(c.det.open_turn_ids)
+        c.poll.watermark = c.cp.watermark
+    return [c.poll for c in cursors]
+
+
+def _advance(rt: Runtime, user_id: str, wave: list[_Cursor], now: datetime) -> None:
+    """Feed each stream of the wave its next slice, then persist the wave."""
+    read = read_ranges(rt.raw, user_id, {c.poll.stream_id: (c.cp.watermark, c.upto) for c in wave})
+    turns = [t for c in wave for t in read[c.poll.stream_id]]
+    vecs, fresh = embed_turns(rt, user_id, turns)
+    row = 0
+    known: dict[str, Turn] = {}
+    for c in wave:
+        mine = read[c.poll.stream_id]
+        if mine and c.poll.oldest_unprocessed is None:
+            c.poll.oldest_unprocessed = mine[0].event_ts
+        for t in mine:
+            known[t.turn_id] = t
+            c.poll.embedded += t.turn_id in fresh
+            c.segs.extend(c.det.update(to_seg_turn(t, vecs[row])))
+            row += 1
+        c.poll.turns_read += len(mine)
+        if mine:
+            c.last_turn = mine[-1]
+    _persist(rt, user_id, wave, known, now)
+
+
+def _close_idle(
+    rt: Runtime, user_id: str, cursors: list[_Cursor], now: datetime, flush: bool
+) -> None:
+    """Idle close, measured from when the last turn reached us, so a replay
+    of old history is not cut at every poll; `flush` closes everything."""
+    waiting = [c for c in cursors if c.det.open_turn_ids]
+    lookup = [c.det.open_turn_ids[-1] for c in waiting if c.last_turn is None]
+    found = {t.turn_id: t for t in rt.raw.by_ids(user_id, lookup)} if lookup else {}
+    idle = timedelta(minutes=rt.settings.idle_minutes)
+    closing: list[_Cursor] = []
+    for c in waiting:
+        last = c.last_turn or found.get(c.det.open_turn_ids[-1])
         if flush:
-            segs = det.flush()
-        elif last_turn is not None:
-            idle_for = now - max(last_turn.ingest_ts, last_turn.event_ts)
-            if idle_for > timedelta(minutes=rt.settings.idle_minutes):
-                segs = det.close_idle(last_turn.event_ts + idle_for)
-        if segs:
-            cp = _persist(rt, cp, det, segs, {}, cp.watermark, now, result)
-    result.open_turns = len(det.open_turn_ids)
-    result.watermark = cp.watermark
-    return result
+            c.segs = c.det.flush()
+        elif last is not None:
+            ts, _ = segment_time(last.event_ts, last.ingest_ts)
+            idle_for = now - max(last.ingest_ts, ts)
+            c.segs = c.det.close_idle(ts + idle_for) if idle_for > idle else []
+        if c.segs:
+            c.upto = c.cp.watermark
+            closing.append(c)
+    if closing:
+        _persist(rt, user_id, closing, {}, now)
 
 
 def _persist(
-    rt: Runtime,
-    cp: Checkpoint,
-    det: Detector,
-    segs: list[ClosedSegment],
-    known: dict[str, Turn],
-    watermark: int,
-    now: datetime,
-    result: StreamPoll,
-) -> Checkpoint:
-    episodes, last_id = _to_episodes(rt, cp, segs, known, now)
+    rt: Runtime, user_id: str, wave: list[_Cursor], known: dict[str, Turn], now: datetime
+) -> None:
+    """Closed episodes of the wave in one write, then its checkpoints in one."""
+    need = [tid for c in wave for s in c.segs for tid in s.turn_ids if tid not in known]
+    if need:
+        for t in rt.raw.by_ids(user_id, need):
+            known[t.turn_id] = t
+    episodes: list[Episode] = []
+    updated: list[Checkpoint] = []
+    for c in wave:
+        eps, last_id = _to_episodes(c.cp, c.segs, known, now)
+        episodes.extend(eps)
+        for e in eps:
+            c.poll.episodes.append(e.episode_id)
+            c.poll.by_reason[e.boundary_reason] += 1
+        cp = c.cp
+        updated.append(
+            Checkpoint(
+                user_id=cp.user_id,
+                stream_id=cp.stream_id,
+                watermark=c.upto,
+                open_turn_ids=list(c.det.open_turn_ids),
+                detector=c.det.to_state(),
+                version=cp.version,
+                last_closed_seq=eps[-1].last_seq if eps else cp.last_closed_seq,
+                last_episode_id=last_id,
+                last_run=cp.last_run,
+                last_run_state=cp.last_run_state,
+            )
+        )
+        c.segs = []
     if episodes:
         crashpoint("before_episodes")
         rt.episodes.write(episodes)
         crashpoint("after_episodes")
-    for e in episodes:
-        result.episodes.append(e.episode_id)
-        result.by_reason[e.boundary_reason] += 1
-    new = Checkpoint(
-        user_id=cp.user_id,
-        stream_id=cp.stream_id,
-        watermark=watermark,
-        open_turn_ids=list(det.open_turn_ids),
-        detector=det.to_state(),
-        version=cp.version,
-        last_closed_seq=episodes[-1].last_seq if episodes else cp.last_closed_seq,
-        last_episode_id=last_id,
-        last_run=cp.last_run,
-        last_run_state=cp.last_run_state,
-    )
-    saved = rt.checkpoints.save(new)
+    saved = rt.checkpoints.save_many(updated)
+    for c, cp in zip(wave, saved, strict=True):
+        c.cp = cp
     crashpoint("after_checkpoint")
-    return saved

@@ -15,25 +15,29 @@ from tasks import segment as segment_steps
 from tasks.runtime import get_runtime
 
 
-@task(name="segment-stream", task_run_name="segment-{stream_id}", cache_policy=NO_CACHE)
-def segment_stream(
-    user_id: str, stream_id: str, head_seq: int, flush: bool = False
-) -> dict[str, Any]:
-    rt = get_runtime()
-    poll = segment_steps.poll_stream(rt, user_id, stream_id, head_seq=head_seq, flush=flush)
-    return {
-        "user_id": user_id,
-        "stream_id": stream_id,
-        "turns_read": poll.turns_read,
-        "embedded": poll.embedded,
-        "episodes": poll.episodes,
-        "by_reason": dict(poll.by_reason),
-        "open_turns": poll.open_turns,
-        "watermark": poll.watermark,
-        "oldest_unprocessed": poll.oldest_unprocessed.isoformat()
-        if poll.oldest_unprocessed
-        else None,
-    }
+@task(name="segment-streams", task_run_name="segment-{n}-streams", cache_policy=NO_CACHE)
+def segment_streams(
+    user_id: str, streams: list[tuple[str, int]], flush: bool = False, n: int = 0
+) -> list[dict[str, Any]]:
+    """Every stream of one user with work, in one task: a Prefect task run per
+    stream cost more than the stream's own work."""
+    polls = segment_steps.poll_streams(get_runtime(), user_id, streams, flush=flush)
+    return [
+        {
+            "user_id": user_id,
+            "stream_id": p.stream_id,
+            "turns_read": p.turns_read,
+            "embedded": p.embedded,
+            "episodes": p.episodes,
+            "by_reason": dict(p.by_reason),
+            "open_turns": p.open_turns,
+            "watermark": p.watermark,
+            "oldest_unprocessed": p.oldest_unprocessed.isoformat()
+            if p.oldest_unprocessed
+            else None,
+        }
+        for p in polls
+    ]
 
 
 @task(

@@ -47,11 +47,15 @@ class OpenEpisode:
         return len(self.seqs)
 
     def add(self, turn: SegTurn, x: np.ndarray | None, surprisal: float) -> None:
-        if not self.seqs:
-            self.started_at = turn.event_ts
+        # the span is the min to the max of the turns' times: a late turn
+        # (dated before its predecessor) widens it instead of inverting it
+        ts = turn.event_ts
+        if self.started_at is None or ts < self.started_at:
+            self.started_at = ts
+        if self.ended_at is None or ts > self.ended_at:
+            self.ended_at = ts
         self.seqs.append(turn.seq)
         self.turn_ids.append(turn.turn_id)
-        self.ended_at = turn.event_ts
         if x is not None:
             if self.vsum is None:
                 self.vsum = x.copy()

@@ -57,7 +57,17 @@ class SizeCap(Signal):
 
 
 class TimeGap(Signal):
-    """More than `gap_minutes` between two consecutive turns of the stream."""
+    """More than `gap_minutes` between two consecutive turns of the stream.
+
+    The gap is the absolute difference of their event times: a turn dated far
+    before its predecessor (a late delivery, a sender with `ts: 0`) is as far
+    from the conversation around it as one dated far after, so it cuts too,
+    and the turn after it, back in the present, cuts again; the stray turn
+    becomes an episode of its own instead of blurring the one it landed in.
+    A small backwards step (clock skew between sources, seconds) stays below
+    the threshold and changes nothing. The next gap is measured from the
+    stray turn, so the pair of cuts around it is symmetric.
+    """
 
     name = "time_gap"
 
@@ -78,7 +88,7 @@ class TimeGap(Signal):
         if self._last is None:
             self._score, self._fired = 0.0, False
         else:
-            gap = (ts - self._last) / 60.0  # a clock going backwards reads as no gap
+            gap = abs(ts - self._last) / 60.0  # backwards counts: see the class docstring
             self._fired = gap > self.gap_minutes
             self._score = clip01(gap / self.gap_minutes)
         self._last = ts

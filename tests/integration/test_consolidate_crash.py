@@ -47,7 +47,7 @@ POINTS = [
     pytest.param("after_fact_apply", 1),
     pytest.param("after_fact_apply", 2, marks=SLOW),
 ]
-# points inside segment-stream, a task without retries: the run must fail there
+# points inside segment-streams, a task without retries: the run must fail there
 UNRETRIED = {"embed", "before_episodes", "after_episodes", "after_checkpoint"}
 FACT_LINES = [
     "I live in Paris.",

@@ -171,8 +171,12 @@ def test_time_gap_fires_only_above_gap() -> None:
     assert not gap.boundary_detected and gap.score == 1.0
     gap.update(turn(2, minutes=61))
     assert gap.boundary_detected
-    gap.update(turn(3, minutes=10))  # clock went backwards: no gap
-    assert not gap.boundary_detected and gap.score == 0.0
+    gap.update(turn(3, minutes=10))  # 51 minutes backwards: a gap like any other
+    assert gap.boundary_detected and gap.score == 1.0
+    gap.update(turn(4, minutes=70))  # back to the present: cuts again
+    assert gap.boundary_detected
+    gap.update(turn(5, minutes=69.5))  # clock skew of seconds: no gap
+    assert not gap.boundary_detected and 0.0 < gap.score < 0.1
 
 
 def test_idle_close_checks_against_now() -> None:
