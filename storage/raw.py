@@ -1,5 +1,18 @@
 """The immutable raw log. Rows are appended, never updated or deleted;
-`merge_insert` on `turn_id` makes a second ingest of the same source a no-op."""
+`merge_insert` on `turn_id` makes a second ingest of the same source a no-op.
+
+Each stream has a head row in `streams` (last seq, turn count) so polls never
+scan raw. Two tables cannot share a commit, so the head is written after the
+rows; a process that dies in between leaves a head behind raw. The head is
+therefore derived data, checked against raw where it matters:
+
+- an append, under the append lock, first looks for rows above the heads of
+  the streams it touches (one indexed query; none in the normal case) and
+  repairs a stale head to the true max before handing out a seq, also when
+  every turn of the batch is a duplicate (the re-ingest after a crash);
+- `streams()` compares the raw row count with the heads' turn counts and
+  repairs from a scan of raw when they differ (a crash, then no new append).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +20,11 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import pyarrow as pa
 
+from episodic.crashpoints import crashpoint
 from episodic.models import Rejected, Turn, TurnIn, now_utc, stable_id
 from storage import filters
 from storage.codec import dumps, loads, to_aware, to_naive
@@ -41,6 +56,28 @@ class StreamHead:
     head_seq: int
     n_turns: int
     last_event_ts: datetime | None
+
+
+@dataclass(frozen=True)
+class HeadRepair:
+    """A head rewritten from raw; `before` is None when the stream had no head."""
+
+    before: StreamHead | None
+    after: StreamHead
+
+    def as_dict(self) -> dict[str, object]:
+        b = self.before
+        return {
+            "user_id": self.after.user_id,
+            "stream_id": self.after.stream_id,
+            "head_seq": [b.head_seq if b else None, self.after.head_seq],
+            "n_turns": [b.n_turns if b else None, self.after.n_turns],
+        }
+
+
+StreamKey = tuple[str, str]
+MAX_ROWS = 100_000_000
+STREAMS_PER_CHECK = 1000  # streams per count when checking heads
 
 
 def stream_key(user_id: str, stream_id: str) -> str:
@@ -84,10 +121,11 @@ class RawLog:
         existing = self._existing_ids(list(unique))
         fresh = [t for tid, t in unique.items() if tid not in existing]
         result.duplicates += len(unique) - len(fresh)
+        # also when every turn is a duplicate: that is the re-ingest after a crash
+        heads = self._checked_heads({(t.user_id, t.stream_id) for t in unique.values()})
         if not fresh:
             return result
         now = to_naive(now_utc())
-        heads = {(h.user_id, h.stream_id): h for h in self._heads_for(fresh)}
         rows: list[dict[str, object]] = []
         new_heads: dict[tuple[str, str], StreamHead] = {}
         for t in fresh:
@@ -116,8 +154,11 @@ class RawLog:
                 }
             )
         data = pa.Table.from_pylist(rows, schema=raw_schema())
-        (self.turns.merge_insert("turn_id").when_not_matched_insert_all().execute(data))
+        crashpoint("append_before_raw")
+        self.turns.merge_insert("turn_id").when_not_matched_insert_all().execute(data)
+        crashpoint("append_after_raw")  # rows committed, heads not: the stale-head window
         self._write_heads(new_heads.values())
+        crashpoint("append_after_heads")
         result.accepted = len(rows)
         result.turn_ids = [str(r["turn_id"]) for r in rows]
         return result
@@ -157,10 +198,80 @@ class RawLog:
             found.update(r["turn_id"] for r in rows)
         return found
 
-    def _heads_for(self, turns: list[TurnIn]) -> list[StreamHead]:
-        keys = sorted({stream_key(t.user_id, t.stream_id) for t in turns})
-        rows = self.heads.search().where(filters.within("key", keys)).limit(len(keys) + 1).to_list()
-        return [self._head(r) for r in rows]
+    def _heads_for(self, keys: set[StreamKey]) -> dict[StreamKey, StreamHead]:
+        ids = sorted(stream_key(u, s) for u, s in keys)
+        out: dict[StreamKey, StreamHead] = {}
+        for i in range(0, len(ids), 1000):
+            chunk = ids[i : i + 1000]
+            rows = self.heads.search().where(filters.within("key", chunk)).limit(len(chunk) + 1)
+            for r in rows.to_list():
+                h = self._head(r)
+                out[(h.user_id, h.stream_id)] = h
+        return out
+
+    def _checked_heads(self, keys: set[StreamKey]) -> dict[StreamKey, StreamHead]:
+        """The heads of `keys`, each repaired first if raw holds more rows than
+        its turn count says (a writer died between its two commits). One
+        indexed count per user and STREAMS_PER_CHECK streams; the rows are
+        read only when a count disagrees. Call under the append lock."""
+        heads = self._heads_for(keys)
+        by_user: dict[str, list[str]] = {}
+        for u, s in sorted(keys):
+            by_user.setdefault(u, []).append(s)
+        fixed: list[StreamHead] = []
+        for u, streams in by_user.items():
+            for i in range(0, len(streams), STREAMS_PER_CHECK):
+                chunk = streams[i : i + STREAMS_PER_CHECK]
+                cond = filters.user_in(u, "stream_id", chunk)
+                expected = sum(heads[(u, s)].n_turns for s in chunk if (u, s) in heads)
+                if int(self.turns.count_rows(filters.sql(cond))) == expected:
+                    continue
+                for h in self._heads_from_raw(cond).values():
+                    old = heads.get((h.user_id, h.stream_id))
+                    if old is None or (old.head_seq, old.n_turns) != (h.head_seq, h.n_turns):
+                        fixed.append(h)
+        if fixed:
+            self._write_heads(fixed)
+            heads.update({(h.user_id, h.stream_id): h for h in fixed})
+        return heads
+
+    def _heads_from_raw(self, cond: Any) -> dict[StreamKey, StreamHead]:
+        """True heads of the streams matching `cond`, from their rows."""
+        tbl = (
+            self.turns.search()
+            .where(cond)
+            .select(["user_id", "stream_id", "seq", "event_ts"])
+            .limit(MAX_ROWS)
+            .to_arrow()
+        )
+        return {
+            k: StreamHead(k[0], k[1], st.max_seq, st.rows, st.last_event_ts)
+            for k, st in _stats(tbl).items()
+        }
+
+    def repair_heads(self, user_id: str | None = None) -> list[HeadRepair]:
+        """Rewrite every head (of one user, or all) that disagrees with raw:
+        head_seq the max seq, n_turns the row count. Scans raw: for `doctor`
+        and for `streams()` after it saw a mismatch, not for every append."""
+        with append_lock(self.store.uri):
+            return self._repair_heads(user_id)
+
+    def _repair_heads(self, user_id: str | None) -> list[HeadRepair]:
+        stats = self.stream_stats(user_id)
+        stored = {(h.user_id, h.stream_id): h for h in self._read_heads(user_id)}
+        repairs: list[HeadRepair] = []
+        for key, st in sorted(stats.items()):
+            true = StreamHead(key[0], key[1], st.max_seq, st.rows, st.last_event_ts)
+            before = stored.get(key)
+            if before is None or (before.head_seq, before.n_turns) != (true.head_seq, true.n_turns):
+                repairs.append(HeadRepair(before, true))
+        for key, h in sorted(stored.items()):
+            if key not in stats and (h.head_seq, h.n_turns) != (-1, 0):
+                # a head with no rows at all: nothing was ever stored for it
+                repairs.append(HeadRepair(h, StreamHead(h.user_id, h.stream_id, -1, 0, None)))
+        if repairs:
+            self._write_heads(r.after for r in repairs)
+        return repairs
 
     def _write_heads(self, heads: Iterable[StreamHead]) -> None:
         now = to_naive(now_utc())
@@ -196,11 +307,35 @@ class RawLog:
         )
 
     def streams(self, user_id: str | None = None) -> list[StreamHead]:
+        """Every stream head (of one user), checked against raw's row count:
+        a head left behind by a dead writer is repaired before it is read."""
+        heads = self._read_heads(user_id)
+        # heads first, then the count: an append in between makes the count
+        # larger, which only costs a needless check under the lock
+        if self.count(user_id) != sum(h.n_turns for h in heads):
+            if self.repair_heads(user_id):
+                heads = self._read_heads(user_id)
+        return heads
+
+    def _read_heads(self, user_id: str | None = None) -> list[StreamHead]:
         q = self.heads.search()
         if user_id is not None:
             q = q.where(filters.user(user_id))
-        rows = q.limit(1_000_000).to_list()
+        rows = q.limit(MAX_ROWS).to_list()
         return sorted((self._head(r) for r in rows), key=lambda h: (h.user_id, h.stream_id))
+
+    def stream_stats(self, user_id: str | None = None) -> dict[StreamKey, StreamStats]:
+        """Per stream, from raw itself: rows, max seq, the seqs missing below
+        the max and those stored twice. Scans raw's seq column."""
+        return _stats(self.seq_table(user_id))
+
+    def seq_table(self, user_id: str | None = None) -> pa.Table:
+        """turn_id, user_id, stream_id, seq and event_ts of every row (of one user)."""
+        q = self.turns.search()
+        if user_id is not None:
+            q = q.where(filters.user(user_id))
+        cols = ["turn_id", "user_id", "stream_id", "seq", "event_ts"]
+        return q.select(cols).limit(MAX_ROWS).to_arrow()
 
     def read(self, user_id: str, stream_id: str, after: int, upto: int) -> list[Turn]:
         """Turns with after < seq <= upto, in seq order."""
@@ -258,3 +393,35 @@ class RawLog:
             source=str(r["source"]),
             meta=loads(str(r["meta"]), {}),
         )
+
+
+@dataclass(frozen=True)
+class StreamStats:
+    rows: int
+    max_seq: int
+    seqs_twice: list[int]
+    seqs_missing: list[int]
+    last_event_ts: datetime | None
+
+
+def _stats(tbl: pa.Table) -> dict[StreamKey, StreamStats]:
+    out: dict[StreamKey, StreamStats] = {}
+    if tbl.num_rows == 0:
+        return out
+    grouped = tbl.group_by(["user_id", "stream_id"]).aggregate(
+        [("seq", "list"), ("event_ts", "max")]
+    )
+    for row in grouped.to_pylist():
+        seqs = sorted(int(x) for x in row["seq_list"])
+        distinct = sorted(set(seqs))
+        twice = sorted({a for a, b in zip(seqs, seqs[1:], strict=False) if a == b})
+        top = distinct[-1]
+        missing = sorted(set(range(top + 1)) - set(distinct)) if len(distinct) <= top else []
+        out[(str(row["user_id"]), str(row["stream_id"]))] = StreamStats(
+            rows=len(seqs),
+            max_seq=top,
+            seqs_twice=twice,
+            seqs_missing=missing,
+            last_event_ts=to_aware(row["event_ts_max"]),
+        )
+    return out
