@@ -1,4 +1,4 @@
-"""Operator commands (status, plot, serve). Registered on the main app."""
+"""Operator commands (status, doctor, plot, serve). Registered on the main app."""
 
 from __future__ import annotations
 
@@ -65,6 +65,42 @@ def status(
     console.print(t)
 
 
+def doctor(
+    user: str | None = typer.Option(None, "--user", help="only this user's streams"),
+    repair: bool = typer.Option(False, "--repair", help="rewrite the derivable: stale heads"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Check the raw log and segmentation: seqs, heads, every turn in one episode.
+
+    Exit 0 when every invariant holds (after --repair: when what was wrong is
+    repaired), 1 when a problem remains."""
+    from tasks.doctor import run_doctor
+    from tasks.runtime import get_runtime
+
+    rt = get_runtime()
+    report = run_doctor(rt.raw, rt.checkpoints, rt.episodes, user, repair=repair)
+    if as_json:
+        _json(report.as_dict())
+    else:
+        for r in report.repaired:
+            console.print(
+                f"[green]repaired[/green] head of {r['user_id']}/{r['stream_id']}: "
+                f"seq {r['head_seq'][0]} -> {r['head_seq'][1]}, "
+                f"turns {r['n_turns'][0]} -> {r['n_turns'][1]}"
+            )
+        for p in report.problems:
+            fix = " (--repair fixes it)" if p.repairable else ""
+            console.print(
+                f"[red]{p.kind}[/red] {p.user_id}/{p.stream_id}: {p.count}, {p.detail}{fix}"
+            )
+        for n in report.notes:
+            console.print(f"note: {n.kind} {n.user_id}/{n.stream_id}: {n.count}, {n.detail}")
+        n_bad = len(report.problems)
+        verdict = "[green]ok[/green]" if report.ok else f"[red]{n_bad} problems[/red]"
+        console.print(f"{verdict}: {report.streams_checked} streams checked")
+    raise typer.Exit(0 if report.ok else 1)
+
+
 def plot(
     user: str = typer.Option(..., "--user"),
     stream: str | None = typer.Option(None, "--stream", help="default: the user's busiest"),
@@ -120,5 +156,6 @@ def _interrupt(*_: object) -> None:
 def register(app: typer.Typer) -> None:
     """Add the operator commands to `app`."""
     app.command()(status)
+    app.command()(doctor)
     app.command()(plot)
     app.command()(serve)

@@ -113,6 +113,15 @@ class Episodes:
             found.update(tbl["episode_id"].to_pylist())
         return found
 
+    def spans(self, user_id: str | None = None) -> pa.Table:
+        """Id, stream, seq range, turn ids and count of every episode (of one
+        user): what an integrity check needs, without vectors or text."""
+        q = self.table.search()
+        if user_id is not None:
+            q = q.where(filters.user(user_id))
+        cols = ["episode_id", "user_id", "stream_id", "first_seq", "last_seq", "turn_ids"]
+        return q.select([*cols, "n_turns"]).limit(MAX_ROWS).to_arrow()
+
     def unscored(self, user_id: str, limit: int = 10_000) -> builtins.list[Episode]:
         return self.list(user_id, where=filters.eq("salience_source", ""), limit=limit)
 

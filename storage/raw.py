@@ -246,7 +246,7 @@ class RawLog:
         )
         return {
             k: StreamHead(k[0], k[1], st.max_seq, st.rows, st.last_event_ts)
-            for k, st in _stats(tbl).items()
+            for k, st in stream_stats_of(tbl).items()
         }
 
     def repair_heads(self, user_id: str | None = None) -> list[HeadRepair]:
@@ -258,7 +258,7 @@ class RawLog:
 
     def _repair_heads(self, user_id: str | None) -> list[HeadRepair]:
         stats = self.stream_stats(user_id)
-        stored = {(h.user_id, h.stream_id): h for h in self._read_heads(user_id)}
+        stored = {(h.user_id, h.stream_id): h for h in self.stored_heads(user_id)}
         repairs: list[HeadRepair] = []
         for key, st in sorted(stats.items()):
             true = StreamHead(key[0], key[1], st.max_seq, st.rows, st.last_event_ts)
@@ -309,15 +309,16 @@ class RawLog:
     def streams(self, user_id: str | None = None) -> list[StreamHead]:
         """Every stream head (of one user), checked against raw's row count:
         a head left behind by a dead writer is repaired before it is read."""
-        heads = self._read_heads(user_id)
+        heads = self.stored_heads(user_id)
         # heads first, then the count: an append in between makes the count
         # larger, which only costs a needless check under the lock
         if self.count(user_id) != sum(h.n_turns for h in heads):
             if self.repair_heads(user_id):
-                heads = self._read_heads(user_id)
+                heads = self.stored_heads(user_id)
         return heads
 
-    def _read_heads(self, user_id: str | None = None) -> list[StreamHead]:
+    def stored_heads(self, user_id: str | None = None) -> list[StreamHead]:
+        """The head rows as stored, unchecked (`doctor` compares them with raw)."""
         q = self.heads.search()
         if user_id is not None:
             q = q.where(filters.user(user_id))
@@ -327,7 +328,7 @@ class RawLog:
     def stream_stats(self, user_id: str | None = None) -> dict[StreamKey, StreamStats]:
         """Per stream, from raw itself: rows, max seq, the seqs missing below
         the max and those stored twice. Scans raw's seq column."""
-        return _stats(self.seq_table(user_id))
+        return stream_stats_of(self.seq_table(user_id))
 
     def seq_table(self, user_id: str | None = None) -> pa.Table:
         """turn_id, user_id, stream_id, seq and event_ts of every row (of one user)."""
@@ -404,7 +405,8 @@ class StreamStats:
     last_event_ts: datetime | None
 
 
-def _stats(tbl: pa.Table) -> dict[StreamKey, StreamStats]:
+def stream_stats_of(tbl: pa.Table) -> dict[StreamKey, StreamStats]:
+    """Per stream of a table with user_id, stream_id, seq and event_ts."""
     out: dict[StreamKey, StreamStats] = {}
     if tbl.num_rows == 0:
         return out

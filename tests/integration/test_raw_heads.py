@@ -61,7 +61,7 @@ def _seqs(raw: RawLog, stream: str = "s1", user: str = "u1") -> list[int]:
 
 def _stored_head(raw: RawLog, stream: str = "s1", user: str = "u1") -> tuple[int, int] | None:
     """The head row as stored, without the check `streams()` makes."""
-    for h in raw._read_heads(user):
+    for h in raw.stored_heads(user):
         if h.stream_id == stream:
             return h.head_seq, h.n_turns
     return None
