@@ -78,9 +78,12 @@ class TurnIn(BaseModel):
     kind: TurnKind
     text: str = Field(min_length=1)
     event_ts: datetime
+    # provenance only (the file's path, "api"): never part of the turn's id
     source: str
-    # position inside the source (line, index); part of the idempotency key
+    # where the turn sits in its transcript (line, message index), path-free
     position: str
+    # the transcript's own id for the turn (a Claude Code uuid, a message id)
+    native_id: str = ""
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("event_ts")
@@ -97,7 +100,19 @@ class TurnIn(BaseModel):
 
     @property
     def turn_id(self) -> str:
-        return stable_id(self.user_id, self.stream_id, self.source, self.position)
+        """The idempotency key, scoped by user and stream and free of the file's path.
+
+        The transcript's own id where it has one; otherwise position and content,
+        so a copy of a file maps to the same ids and two identical turns at
+        different positions stay two. A synthetic time (the file's mtime and
+        on) is not content: a copy has another mtime.
+        """
+        if self.native_id:
+            return stable_id("id", self.user_id, self.stream_id, self.native_id)
+        ts = "" if self.meta.get("synthetic_ts") else self.event_ts.isoformat()
+        return stable_id(
+            "at", self.user_id, self.stream_id, self.position, self.role, self.text, ts
+        )
 
 
 class Turn(BaseModel):

@@ -5,11 +5,20 @@ messages: one stream, named after the file) or several conversations (a list
 of `{"messages": [...]}`, or JSONL of them: one stream each, named after the
 file and the conversation's index, unless the conversation names its own).
 A format supplies only `message_parts`: how one message becomes turn parts.
+
+A request log writes the whole conversation again with every request. A
+conversation whose system prompt and first messages repeat the whole of an
+earlier one in the file (under the same explicit ids) continues it: it takes
+that one's stream and positions, and only its new messages are read; the
+repeated ones count as `skipped_repeated`. A turn's id comes from a message's
+own `id` where it has one, otherwise from its stream, position and content.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -61,15 +70,52 @@ class _Where:
     default_stream: str | None = None
 
 
+class _Chains:
+    """Which earlier conversation of a file a conversation repeats as its prefix."""
+
+    def __init__(self) -> None:
+        # digest of a whole conversation seen so far -> the root it belongs to
+        self._roots: dict[bytes, int] = {}
+
+    def follow(self, conv: dict[str, Any], messages: Sequence[Any], index: int) -> tuple[int, int]:
+        """(root, messages already read) for the conversation at `index`.
+
+        The root is the index of the first conversation of its chain: `index`
+        itself, with nothing read, when no earlier one is a prefix of this one.
+        """
+        try:
+            h = hashlib.sha256(_canonical([conv.get(k) for k in _SCOPE]))
+            found, seen = self._roots.get(h.digest()), 0
+            for i, msg in enumerate(messages, start=1):
+                h.update(b"\x1e" + _canonical(msg))
+                root = self._roots.get(h.digest())
+                if root is not None:
+                    found, seen = root, i
+        except (TypeError, ValueError, RecursionError):
+            return index, 0  # not comparable: read it as a conversation of its own
+        root = index if found is None else found
+        self._roots.setdefault(h.digest(), root)
+        return root, seen
+
+
+# what makes two requests the same conversation besides their messages
+_SCOPE = ("user_id", "stream_id", "conversation_id", "id", "system")
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("ascii")
+
+
 def parse(ctx: Context, message_parts: PartsFn) -> Iterator[TurnIn | Rejected]:
     counter = [0]
+    chains = _Chains()
     for rec in records(ctx):
         if isinstance(rec, Rejected):
             yield rec
         elif rec.whole:
-            yield from _document(ctx, rec, message_parts, counter)
+            yield from _document(ctx, rec, message_parts, counter, chains)
         else:
-            yield from _line(ctx, rec, message_parts)
+            yield from _line(ctx, rec, message_parts, chains)
 
 
 def _is_conversation(item: Any) -> bool:
@@ -77,7 +123,7 @@ def _is_conversation(item: Any) -> bool:
 
 
 def _document(
-    ctx: Context, rec: Record, fn: PartsFn, counter: list[int]
+    ctx: Context, rec: Record, fn: PartsFn, counter: list[int], chains: _Chains
 ) -> Iterator[TurnIn | Rejected]:
     value = rec.value
     if isinstance(value, dict) and "messages" in value:
@@ -95,14 +141,16 @@ def _document(
                     label=f"conversation {i}",
                 )
                 continue
+            root, seen = _follow(chains, conv, i)
             yield from _conversation(
                 ctx,
                 conv,
                 fn,
                 counter,
-                prefix=f"c{i}/",
-                default_stream=f"{ctx.stem}:{i}",
+                prefix=f"c{root}/",
+                default_stream=f"{ctx.stem}:{root}",
                 line_no=None,
+                seen=seen,
             )
     elif isinstance(value, list):
         yield from _messages(
@@ -125,18 +173,29 @@ def _document(
         )
 
 
-def _line(ctx: Context, rec: Record, fn: PartsFn) -> Iterator[TurnIn | Rejected]:
+def _follow(chains: _Chains, conv: dict[str, Any], index: int) -> tuple[int, int | None]:
+    """(root, messages already read, or None when this is a chain's first)."""
+    messages = conv.get("messages")
+    if not isinstance(messages, list):
+        return index, None
+    root, seen = chains.follow(conv, messages, index)
+    return root, None if root == index else seen
+
+
+def _line(ctx: Context, rec: Record, fn: PartsFn, chains: _Chains) -> Iterator[TurnIn | Rejected]:
     obj, n = rec.value, rec.line_no
     if _is_conversation(obj):
+        root, seen = _follow(chains, obj, n)
         yield from _conversation(
             ctx,
             obj,
             fn,
             [0],
-            prefix=f"L{n}/",
-            default_stream=f"{ctx.stem}:{n}",
+            prefix=f"L{root}/",
+            default_stream=f"{ctx.stem}:{root}",
             line_no=n,
             raw=rec.raw,
+            seen=seen,
         )
     elif isinstance(obj, dict):
         where = _Where(n, rec.raw, None, f"L{n}", default_stream=ctx.stem)
@@ -157,13 +216,20 @@ def _conversation(
     default_stream: str,
     line_no: int | None,
     raw: bytes | None = None,
+    seen: int | None = None,
 ) -> Iterator[TurnIn | Rejected]:
+    """`seen`: how many messages an earlier conversation of the chain gave
+    (its system prompt too); None for the first of a chain."""
     user_id = conv.get("user_id")
     stream_id = conv.get("stream_id") or conv.get("conversation_id") or conv.get("id")
     if isinstance(stream_id, int) and not isinstance(stream_id, bool):
         stream_id = str(stream_id)
     system = conv.get("system")
-    if system:
+    if system and seen is not None:
+        ctx.stats.skipped_repeated += 1
+        if line_no is None:
+            counter[0] += 1
+    elif system:
         # Anthropic keeps the system prompt beside the messages, not among them
         text = system if isinstance(system, str) else _join_text_blocks(system)
         n = line_no or counter[0] + 1
@@ -190,6 +256,10 @@ def _conversation(
             f"messages must be a list, got {type(messages).__name__}",
         )
         return
+    start = seen or 0
+    ctx.stats.skipped_repeated += start
+    if line_no is None:
+        counter[0] += start
     yield from _messages(
         ctx,
         messages,
@@ -201,6 +271,7 @@ def _conversation(
         default_stream=default_stream,
         line_no=line_no,
         raw=raw,
+        start=start,
     )
 
 
@@ -231,8 +302,9 @@ def _messages(
     default_stream: str,
     line_no: int | None,
     raw: bytes | None = None,
+    start: int = 0,
 ) -> Iterator[TurnIn | Rejected]:
-    for i, msg in enumerate(messages):
+    for i, msg in enumerate(messages[start:], start=start):
         if line_no is None:
             counter[0] += 1
             where = _Where(
@@ -288,11 +360,13 @@ def _message(
             )
         return
     single = len(parts.parts) == 1
+    own = msg.get("id") if isinstance(msg.get("id"), str) and msg["id"].strip() else None
     for k, part in enumerate(parts.parts):
         yield ctx.turn(
             line_no=where.line_no,
             raw=_raw(where, msg),
             position=where.position if single else f"{where.position}.{k}",
+            native_id=None if own is None else own if single else f"{own}.{k}",
             role=part.role,
             text=part.text,
             ts=message_ts(msg),

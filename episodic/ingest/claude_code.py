@@ -6,7 +6,9 @@ summaries (`type: summary`, `isCompactSummary`, or a user message that opens
 with the continuation preamble) are derived text and never become turns: they
 are counted as skipped. Harness notes (`isMeta`) and bookkeeping entries
 (file snapshots, queue operations) are skipped too. The stream is the
-entry's `sessionId`; the position is its `uuid`, which survives a rewrite.
+entry's `sessionId` (the file name only where an entry has none); the
+position is the entry's `uuid`, which survives a rewrite and a copy, and the
+turn's id comes from it (from the line and content where an entry has none).
 """
 
 from __future__ import annotations
@@ -56,10 +58,12 @@ def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
             and entry["content"].strip()
         ):
             meta = {"subtype": entry["subtype"]} if isinstance(entry.get("subtype"), str) else {}
+            position = _position(entry, line_no, None)
             yield ctx.turn(
                 line_no=line_no,
                 raw=raw,
-                position=_position(entry, line_no, None),
+                position=position,
+                native_id=_native_id(entry, position),
                 role="system",
                 text=entry["content"],
                 ts=entry.get("timestamp"),
@@ -70,10 +74,19 @@ def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
             ctx.stats.skipped_other += 1
 
 
-def _position(entry: dict[str, Any], line_no: int, k: int | None) -> str:
+def _has_uuid(entry: dict[str, Any]) -> bool:
     uuid = entry.get("uuid")
-    base = uuid if isinstance(uuid, str) and uuid else f"L{line_no}"
+    return isinstance(uuid, str) and bool(uuid.strip())
+
+
+def _position(entry: dict[str, Any], line_no: int, k: int | None) -> str:
+    base = entry["uuid"] if _has_uuid(entry) else f"L{line_no}"
     return base if k is None else f"{base}.{k}"
+
+
+def _native_id(entry: dict[str, Any], position: str) -> str | None:
+    """The uuid (with the block's index) names the turn; a line number does not."""
+    return position if _has_uuid(entry) else None
 
 
 def _message(
@@ -104,10 +117,12 @@ def _message(
         base["sidechain"] = True
     single = len(parts.parts) == 1
     for k, part in enumerate(parts.parts):
+        position = _position(entry, line_no, None if single else k)
         yield ctx.turn(
             line_no=line_no,
             raw=raw,
-            position=_position(entry, line_no, None if single else k),
+            position=position,
+            native_id=_native_id(entry, position),
             role=part.role,
             text=part.text,
             ts=entry.get("timestamp"),

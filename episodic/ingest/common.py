@@ -51,6 +51,7 @@ class ParseStats:
     rejected: int = 0
     skipped_derived: int = 0  # compaction summaries: derived text never enters raw
     skipped_other: int = 0  # harness noise, thinking-only messages, non-turn entries
+    skipped_repeated: int = 0  # messages a request log repeats from an earlier request
     skipped_blank: int = 0  # blank lines of a JSONL file
     bytes_read: int = 0
     total_bytes: int = 0
@@ -58,7 +59,9 @@ class ParseStats:
 
     @property
     def skipped(self) -> int:
-        return self.skipped_derived + self.skipped_other + self.skipped_blank
+        return (
+            self.skipped_derived + self.skipped_other + self.skipped_repeated + self.skipped_blank
+        )
 
 
 @dataclass(frozen=True)
@@ -206,8 +209,8 @@ class Context:
 
     def __init__(self, path: Path, opts: Options, stats: ParseStats) -> None:
         self.path = path
-        self.source = str(path.resolve())
-        self.stem = path.stem or "stream"
+        self.source = str(path.resolve())  # provenance only: ids never use it
+        self.stem = path.stem or "stream"  # default stream where the transcript names none
         self.opts = opts
         self.stats = stats
         self._latest: dict[tuple[str, str], datetime] = {}  # latest real time per stream
@@ -270,6 +273,7 @@ class Context:
         role: Any,
         text: Any,
         ts: Any = None,
+        native_id: Any = None,
         user_id: Any = None,
         stream_id: Any = None,
         default_stream: str | None = None,
@@ -279,7 +283,12 @@ class Context:
         meta: dict[str, Any] | None = None,
         label: str | None = None,
     ) -> TurnIn | Rejected:
-        """Check and build one turn; any problem becomes a Rejected with a reason."""
+        """Check and build one turn; any problem becomes a Rejected with a reason.
+
+        `position` says where the turn sits in its stream's transcript and must
+        not name the file; `native_id` is the transcript's own id for the turn,
+        if it has one (anything but a non-blank string is ignored).
+        """
 
         def reject(why: str, uid: str = "", sid: str = "") -> Rejected:
             return self.reject(line_no, raw, why, uid, sid, label=label)
@@ -345,6 +354,7 @@ class Context:
                 event_ts=event_ts,
                 source=self.source,
                 position=position,
+                native_id=native_id if isinstance(native_id, str) and native_id.strip() else "",
                 meta=meta,
             )
         except ValidationError as e:

@@ -37,7 +37,9 @@ def make_turn(
 
     Without a `position` the turn is keyed by its content and time, so sending
     the same turn twice (same ts) stores it once; pass `ts` (or a position of
-    your own, such as a message id) to make retries idempotent.
+    your own, such as a message id) to make retries idempotent. A position you
+    pass is the turn's own id: the same position in the same stream is the
+    same turn, whatever its text.
     """
     role = ROLE_ALIASES.get(role.strip().lower(), role.strip().lower())
     if role not in ROLES:
@@ -48,6 +50,7 @@ def make_turn(
     event_ts = utc(ts) if ts is not None else now_utc()
     if kind is None:
         kind = derive_kind(role, cleaned, tool_call=tool_call, is_error=is_error)
+    native_id = position or ""
     if position is None:
         position = "c:" + stable_id(role, cleaned, event_ts.isoformat())
     try:
@@ -61,6 +64,7 @@ def make_turn(
                 "event_ts": event_ts,
                 "source": source,
                 "position": position,
+                "native_id": native_id,
                 "meta": dict(meta or {}),
             }
         )

@@ -1,7 +1,8 @@
 """Generic JSONL: one turn a line, `{user_id, stream_id, role, text, ts, kind?, meta?}`.
 
 `ts` is ISO 8601 or epoch seconds; without it the turn gets the synthetic
-clock. The default stream is the file stem.
+clock. The default stream is the file stem. A turn's id comes from its
+stream, line number and content (role, text, `ts`), never from the file's path.
 """
 
 from __future__ import annotations

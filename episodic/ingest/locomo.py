@@ -156,6 +156,7 @@ def _turn(
         line_no=n,
         raw=raw,
         position=f"{stream}/{dia_id}",
+        native_id=dia_id,
         role=role,
         text=turn.get("text"),
         ts=ts,

@@ -181,7 +181,9 @@ def hostile_line(draw: st.DrawFn, i: int, marker: str) -> tuple[str, bytes]:
 
 @st.composite
 def hostile_file(draw: st.DrawFn) -> list[tuple[str, bytes]]:
-    marker = f"m{draw(st.integers(0, 10**9))}"
+    # unique per example: turn ids come from stream, line and content, not the
+    # file's path, so two files with the same good lines hold the same turns
+    marker = f"m{draw(st.integers(0, 10**9))}-{next(_names)}"
     n = draw(st.integers(1, 12))
     lines = []
     for i in range(n):
