@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-NAMES = ("segment", "pipeline", "incremental", "retrieval", "memory", "reference", "embed-backends")
+NAMES = (
+    "segment",
+    "pipeline",
+    "incremental",
+    "retrieval",
+    "memory",
+    "reference",
+    "embed-backends",
+    "streams",
+)
 
 
 def run_bench(name: str, turns: int | None = None) -> dict[str, Any]:
@@ -46,6 +55,11 @@ def run_bench(name: str, turns: int | None = None) -> dict[str, Any]:
         from flows.bench_memory import bench_memory
 
         return bench_memory() if turns is None else bench_memory(sizes=(turns, 2 * turns))
+    if name == "streams":
+        from flows.bench_streams import SIZES, bench_streams
+
+        # --turns caps the largest number of streams (a smoke run)
+        return bench_streams(SIZES if turns is None else tuple(n for n in SIZES if n <= turns))
     if name == "embed-backends":
         from flows.bench_embed import bench_embed_backends
 

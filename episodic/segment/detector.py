@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from episodic.errors import LLMError, SegmenterStateError
-from episodic.segment.base import array_from_json, finite
+from episodic.segment.base import array_from_json, array_to_json, finite
 from episodic.segment.bocpd import ChangePoint, Surprisal
 from episodic.segment.episode import OpenEpisode, centroid, parse_ts
 from episodic.segment.pending import Pending
@@ -39,7 +39,7 @@ from episodic.segment.signals import AgentMarker, IdleClose, SizeCap, Structural
 from episodic.segment.types import SIGNALS, ClosedSegment, Judge, JudgeAnswer, JudgeRequest, SegTurn
 
 STATE_FORMAT = "episodic.segment.detector"
-STATE_VERSION = 2  # 2: stream mean in the semantic state, the held turn
+STATE_VERSION = 3  # 2: stream mean in the semantic state, the held turn; 3: arrays in base64
 SOFT = ("semantic_shift", "change_point", "surprisal")
 HOLD = "hold"  # _decide: keep the turn back until its reply arrives
 
@@ -151,6 +151,8 @@ class Detector:
 
     def __init__(self, config: DetectorConfig | None = None, judge: Judge | None = None) -> None:
         self.config = c = config or DetectorConfig()
+        # frozen and flat: computed once, not per checkpoint
+        self._config_state = {f.name: getattr(c, f.name) for f in fields(c)}
         self.judge = judge
         self._size = SizeCap(c.max_turns, c.max_minutes)
         self._gap = TimeGap(c.time_gap_minutes)
@@ -402,7 +404,7 @@ class Detector:
         state = {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
-            "config": asdict(self.config),
+            "config": self._config_state,
             "signals": {name: s.state() for name, s in self._signals().items()},
             "open": self._open.state(),
             "last_seq": self._last_seq,
@@ -411,7 +413,9 @@ class Detector:
             "prev": {
                 "reason": self._prev_reason,
                 "ended": None if self._prev_ended is None else self._prev_ended.isoformat(),
-                "centroid": None if self._prev_centroid is None else self._prev_centroid.tolist(),
+                "centroid": None
+                if self._prev_centroid is None
+                else array_to_json(self._prev_centroid),
             },
         }
         return json.dumps(state, allow_nan=False, separators=(",", ":")).encode("utf-8")
@@ -424,7 +428,7 @@ class Detector:
             if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
                 raise ValueError("not a detector state")
             version = state.get("version")
-            if version not in (1, STATE_VERSION):
+            if version not in (1, 2, STATE_VERSION):
                 raise ValueError(f"unsupported state version {version!r}")
             config = dict(state["config"])
             if version == 1:  # the one-turn, uncentred detector it was started as

@@ -216,7 +216,7 @@ def test_state_is_versioned_and_bad_state_is_refused() -> None:
     for turn in topics(9, 4):
         det.update(turn)
     state = json.loads(det.to_state())
-    assert state["version"] == 2
+    assert state["version"] == 3
     for bad in [
         b"",
         b"not json",
@@ -247,3 +247,18 @@ def test_state_is_versioned_and_bad_state_is_refused() -> None:
 def test_config_is_validated(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         DetectorConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_state_arrays_are_exact_and_list_form_still_reads() -> None:
+    """Format 3 keeps arrays as base64 float64; format 2 wrote JSON lists."""
+    from episodic.segment.base import array_from_json, array_to_json
+
+    x = np.random.default_rng(1).standard_normal((3, 16)) * 1e-7
+    packed = array_to_json(x)
+    assert json.loads(json.dumps(packed)) == packed
+    assert np.array_equal(array_from_json(packed, (3, 16)), x)
+    assert np.array_equal(array_from_json(x.tolist(), (3, 16)), x)
+    with pytest.raises(ValueError):
+        array_from_json(packed, (16, 3))
+    with pytest.raises(ValueError):
+        array_from_json({**packed, "shape": [4, 16]})
