@@ -48,7 +48,10 @@ def ingest_file(
     stream_id: str | None = None,
     max_turn_chars: int = 200_000,
     progress: Callable[[int, int], None] | None = None,
+    batch: int = BATCH,
 ) -> IngestReport:
+    """`batch` turns per append: one commit each (smaller only to test crashes
+    between appends without a large file)."""
     stats, items = parse_with_stats(
         Path(path), fmt, user_id=user_id, stream_id=stream_id, max_turn_chars=max_turn_chars
     )
@@ -77,7 +80,7 @@ def ingest_file(
         else:
             turns.append(item)
             streams.add(item.stream_id)
-        if len(turns) >= BATCH or len(rejected) >= BATCH:
+        if len(turns) >= batch or len(rejected) >= batch:
             flush()
     flush()
     report.format = stats.format

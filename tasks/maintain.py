@@ -9,6 +9,7 @@ from typing import Any
 
 from episodic.decay import DecayItem, DecayPolicy, plan_decay
 from episodic.models import now_utc
+from tasks.crashpoints import crashpoint
 from tasks.runtime import Runtime
 
 
@@ -47,6 +48,7 @@ def decay_user(
             }
         )
     rt.episodes.update(user_id, update)
+    crashpoint("after_decay")
     return rows
 
 
@@ -58,7 +60,9 @@ def upkeep(rt: Runtime, keep_versions: timedelta = timedelta(hours=1)) -> list[d
         tbl = rt.store.table(name)
         before_versions = len(tbl.list_versions())
         before_frags = _fragments(tbl)
+        crashpoint("before_table_upkeep")
         tbl.optimize(cleanup_older_than=keep_versions)
+        crashpoint("after_table_upkeep")
         rows.append(
             {
                 "table": name,

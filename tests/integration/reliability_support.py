@@ -5,9 +5,10 @@
   crash invariants (every turn at or below the watermark in exactly one
   closed episode or in the open buffer; no duplicate rows);
 - a fork server: one process that has paid the imports once and forks a
-  child per consolidation run, so that a crash trial costs one flow run and
-  not one interpreter start (each child is a real process that dies by
-  `os._exit(137)` at a crash point or by SIGKILL from its parent);
+  child per run (a consolidate or maintain flow run, or an `episodic`
+  command line), so that a crash trial costs one run and not one
+  interpreter start (each child is a real process that dies by
+  `os._exit(137)` at a crash point, or by SIGKILL or SIGINT from its parent);
 - figures: `record(section, **numbers)` appends to the JSON-lines file named
   by RELIABILITY_FIGURES (no-op when unset); `reliability_report.py` sums them.
 
@@ -352,8 +353,10 @@ class ForkServer:
         return self.proc.stdout.readline()
 
     def run(self, *jobs: dict[str, Any], timeout: float = 600) -> list[ChildResult]:
-        """Run the jobs at once, one child each. A job: home, user, flush,
-        crash ("name:nth"), kill_after (seconds), env (extra variables)."""
+        """Run the jobs at once, one child each. A job: home; job: "consolidate"
+        (default), "maintain", "ingest" (path, batch) or "cli" (args, its stdout
+        the summary); user, flush, crash ("name:nth[:mode]"), kill_after
+        (seconds), kill_signal ("SIGKILL" or "SIGINT"), env (extra variables)."""
         assert self.proc.stdin is not None
         reqs = []
         for job in jobs:
@@ -369,7 +372,10 @@ class ForkServer:
         for req, res in zip(reqs, answer, strict=True):
             summary = None
             if Path(req["result"]).exists():
-                summary = json.loads(Path(req["result"]).read_text())
+                try:
+                    summary = json.loads(Path(req["result"]).read_text())
+                except json.JSONDecodeError:  # a command killed mid-output
+                    summary = None
             log = Path(req["log"]).read_text(errors="replace") if Path(req["log"]).exists() else ""
             out.append(ChildResult(res["status"], res["seconds"], res["killed"], summary, log))
         return out
@@ -386,7 +392,7 @@ class ForkServer:
 
 
 def _child(req: dict[str, Any]) -> None:
-    """In the forked child: run the flow and leave; never returns."""
+    """In the forked child: run the job and leave; never returns."""
     code = 1
     try:
         fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -396,17 +402,53 @@ def _child(req: dict[str, Any]) -> None:
         os.environ.update(req.get("env", {}))
         if req.get("crash"):
             os.environ["EPISODIC_CRASHPOINT"] = req["crash"]
-        from flows.consolidate import consolidate
-
-        summary = consolidate(user=req.get("user"), flush=bool(req.get("flush", True)))
-        Path(req["result"]).write_text(json.dumps(summary, default=str))
-        code = 0
+        job = req.get("job", "consolidate")
+        if job == "cli":
+            code = _cli_child(req)
+        else:
+            summary = _flow_child(job, req)
+            Path(req["result"]).write_text(json.dumps(summary, default=str))
+            code = 0
     except BaseException:  # the child reports everything, then exits
         traceback.print_exc()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def _flow_child(job: str, req: dict[str, Any]) -> Any:
+    if job == "ingest":  # what `episodic ingest` runs, with a chosen batch size
+        from tasks.ingest import ingest_file
+        from tasks.runtime import get_runtime
+
+        rt = get_runtime()
+        report = ingest_file(rt.raw, Path(req["path"]), "jsonl", batch=int(req["batch"]))
+        rt.store.ensure_indexes()
+        return report.as_dict()
+    if job == "maintain":
+        from flows.maintain import maintain
+
+        now = datetime.fromisoformat(req["now"]) if req.get("now") else None
+        return maintain(user=req.get("user"), now=now, **req.get("params", {}))
+    from flows.consolidate import consolidate
+
+    return consolidate(user=req.get("user"), flush=bool(req.get("flush", True)))
+
+
+def _cli_child(req: dict[str, Any]) -> int:
+    """`episodic <args>` as the entry point runs it; stdout to the result file.
+    SIGINT arrives as it does from a terminal's Ctrl-C."""
+    fd = os.open(req["result"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from flows.cli import app
+
+    try:
+        app(args=req["args"], prog_name="episodic")
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
 
 
 def _wait(children: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -419,7 +461,7 @@ def _wait(children: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
             elapsed = time.monotonic() - c["t0"]
             if got == 0:
                 if c["kill_after"] is not None and elapsed >= c["kill_after"] and not c["killed"]:
-                    os.kill(pid, signal.SIGKILL)  # our own child, not yet reaped
+                    os.kill(pid, c["signal"])  # our own child, not yet reaped
                     c["killed"] = True
                 continue
             code = os.waitstatus_to_exitcode(status)
@@ -431,7 +473,9 @@ def _wait(children: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
 def serve() -> None:
     """Read a JSON list of jobs per line; fork a child for each; answer with
     their exit statuses, in order. The imports are paid once, here."""
+    import flows.cli  # noqa: F401
     import flows.consolidate  # noqa: F401
+    import flows.maintain  # noqa: F401
     import tasks.steps  # noqa: F401
 
     print("ready", flush=True)
@@ -446,6 +490,7 @@ def serve() -> None:
             children[pid] = {
                 "t0": time.monotonic(),
                 "kill_after": req.get("kill_after"),
+                "signal": getattr(signal, req.get("kill_signal", "SIGKILL")),
                 "killed": False,
             }
             order.append(pid)
