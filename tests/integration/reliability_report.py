@@ -29,6 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = [
     "tests/integration/test_reliability_crash.py",
+    "tests/integration/test_reliability_ingest_crash.py",
     "tests/integration/test_reliability_concurrency.py",
     "tests/property/test_hostile_cli.py",
     "tests/integration/test_reliability_tenants.py",
@@ -41,6 +42,22 @@ def _sum(rows: list[dict[str, Any]], key: str) -> int:
     return sum(int(r.get(key, 0) or 0) for r in rows)
 
 
+def _writer_trials(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ingest or maintain crash trials: the ones whose kill landed, and totals."""
+    hit = [r for r in rows if not r["kind"].endswith("-missed")]
+    return {
+        "trials": len(hit),
+        "kills_that_missed": len(rows) - len(hit),
+        "by_kind": dict(Counter(r["kind"].split(":")[0] for r in hit)),
+        "stale_heads_left_by_the_crash": _sum(hit, "stale_heads_after_crash"),
+        "turns_lost": _sum(rows, "turns_lost"),
+        "duplicate_rows": _sum(rows, "duplicate_rows"),
+        "duplicate_seqs": _sum(rows, "duplicate_seqs"),
+        "turns_not_in_exactly_one_episode": _sum(rows, "not_in_one_episode"),
+        "doctor_ok": _sum(rows, "doctor_ok"),
+    }
+
+
 def summarise(lines: list[dict[str, Any]]) -> dict[str, Any]:
     by: dict[str, list[dict[str, Any]]] = {}
     for line in lines:
@@ -49,6 +66,7 @@ def summarise(lines: list[dict[str, Any]]) -> dict[str, Any]:
     conc = by.get("concurrency", [])
     growth = by.get("growth", [])
     llm = by.get("llm_faults", [])
+    writers = by.get("ingest_crash", []) + by.get("maintain_crash", [])
     kinds = Counter(r["kind"].split(":")[0] for r in crash)
     fault_kinds: Counter[str] = Counter()
     for r in llm:
@@ -66,6 +84,8 @@ def summarise(lines: list[dict[str, Any]]) -> dict[str, Any]:
             "episodes_ahead_of_checkpoint_after_crash": _sum(crash, "ahead_after_crash"),
             "final_state_mismatches": _sum(crash, "state_mismatches"),
         },
+        "ingest_crash": _writer_trials(by.get("ingest_crash", [])),
+        "maintain_crash": _writer_trials(by.get("maintain_crash", [])),
         "concurrency": {
             "trials": len(conc),
             "turns_lost": _sum(conc, "turns_lost"),
@@ -101,10 +121,12 @@ def summarise(lines: list[dict[str, Any]]) -> dict[str, Any]:
         "totals": {
             "turns_lost": _sum(crash, "turns_lost")
             + _sum(conc, "turns_lost")
-            + _sum(growth, "turns_lost"),
+            + _sum(growth, "turns_lost")
+            + _sum(writers, "turns_lost"),
             "duplicate_rows": _sum(crash, "duplicate_rows")
             + _sum(conc, "duplicate_rows")
-            + _sum(growth, "duplicate_rows"),
+            + _sum(growth, "duplicate_rows")
+            + _sum(writers, "duplicate_rows"),
         },
     }
 
@@ -114,6 +136,9 @@ def markdown(fig: dict[str, Any]) -> str:
         fig[s] for s in ("crash", "concurrency", "hostile_input", "tenants", "llm_faults", "growth")
     )
     run = fig["run"]
+    ing = fig.get("ingest_crash", {})
+    mnt = fig.get("maintain_crash", {})
+    ing_runs = ing.get("trials", 0) + ing.get("kills_that_missed", 0)
     lines = [
         "## Reliability",
         "",
@@ -127,6 +152,17 @@ def markdown(fig: dict[str, Any]) -> str:
         f"| crash trials (consolidate killed, then rerun) | {c['trials']} "
         f"({c['at_crash_points']} at named crash points, {c['sigkill_at_random_time']} SIGKILL "
         "at a random time) |",
+        f"| ingest crash trials (killed, re-ingested, more ingested, consolidated) | "
+        f"{ing.get('trials', 0)} ("
+        + ", ".join(f"{n} {k}" for k, n in sorted(ing.get("by_kind", {}).items()))
+        + f"); {ing.get('stale_heads_left_by_the_crash', 0)} stream heads left stale by "
+        "a kill |",
+        f"| ingest trials: duplicate seqs / turns not in exactly one episode / doctor ok | "
+        f"**{ing.get('duplicate_seqs', 0)}** / **{ing.get('turns_not_in_exactly_one_episode', 0)}"
+        f"** / {ing.get('doctor_ok', 0)} of {ing_runs} |",
+        f"| maintain crash trials (killed, rerun, then ingest and consolidate) | "
+        f"{mnt.get('trials', 0)}, turns lost **{mnt.get('turns_lost', 0)}**, doctor ok "
+        f"{mnt.get('doctor_ok', 0)} |",
         f"| turns lost | **{fig['totals']['turns_lost']}** |",
         f"| duplicate rows (episodes, facts, history, raw, checkpoints) | "
         f"**{fig['totals']['duplicate_rows']}** |",
@@ -173,6 +209,14 @@ def markdown(fig: dict[str, Any]) -> str:
         "buffer; no duplicate rows), the flow is rerun, and the end state (episodes, salience, "
         "facts, history) must equal an uninterrupted run's. The watermark lives in the "
         "checkpoint row, written atomically with the open buffer and detector state.",
+        "- **Ingest crashes**: `episodic ingest` (or what it runs, in appends of 100 turns) "
+        "dies at a named point of an append (before the raw commit, after it with the stream "
+        "heads not yet written, after the heads; first, middle and last batch), twice in a "
+        "row, by SIGKILL or SIGINT at a random moment, or on a full disk (ENOSPC injected, "
+        "and a real tmpfs that fills: exit 4 with one line); then the file is ingested again, "
+        "new turns after it, the consolidate flow runs and `episodic doctor --json` must say "
+        "ok: every input turn stored once, seqs unique and contiguous, every turn in exactly "
+        "one episode. The same for `maintain` killed between its writes.",
         "- **Concurrency**: two consolidations of one user at once end as one run did; an "
         "ingest during a consolidation loses nothing; searches during one never see a "
         "half-written episode.",
