@@ -14,10 +14,13 @@ from rich.console import Console
 from rich.table import Table
 
 import flows  # noqa: F401  (sets Prefect's environment before prefect loads)
+from flows.cli_guard import GuardedTyper, preflight
 
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+# exit codes: episodic.errors.ExitCode; settings checked first: flows.cli_guard
+app = GuardedTyper(add_completion=False, no_args_is_help=True, help=__doc__)
+app.callback()(preflight)
 eval_app = typer.Typer(no_args_is_help=True, help="Measure against public data with ground truth.")
 app.add_typer(eval_app, name="eval")
 console = Console()

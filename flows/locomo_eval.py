@@ -264,8 +264,8 @@ def run_locomo_eval(
             settings=settings,
             store=Store(settings.database_uri, dim=emb.dim),
             embedder=emb,
-            provider=make_provider(settings),
         )
+        rt.provider = make_provider(settings)
         tallies = {m: _Tally({k: [] for k in ks}, {k: [] for k in ks}, [], {}) for m in METHODS}
         malformed = unknown = skipped = 0
         reasons: Counter[str] = Counter()

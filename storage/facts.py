@@ -16,6 +16,7 @@ from episodic.models import Fact, FactHistory, stable_id
 from storage import filters
 from storage.codec import to_aware, to_naive, vector
 from storage.db import Store
+from storage.recalls import bump_recalls
 from storage.schemas import fact_history as history_schema
 from storage.schemas import facts as facts_schema
 
@@ -303,23 +304,8 @@ class Facts:
         self.table.merge_insert("fact_id").when_matched_update_all().execute(data)
 
     def record_recall(self, user_id: str, ids: Sequence[str], now: datetime) -> int:
-        facts = self.by_ids(user_id, ids)
-        if not facts:
-            return 0
-        full = facts_schema(self.store.dim)
-        schema = pa.schema([full.field(c) for c in ("fact_id", "recall_count", "last_recalled_at")])
-        rows = [
-            {
-                "fact_id": f.fact_id,
-                "recall_count": f.recall_count + 1,
-                "last_recalled_at": to_naive(now),
-            }
-            for f in facts
-        ]
-        self.table.merge_insert("fact_id").when_matched_update_all().execute(
-            pa.Table.from_pylist(rows, schema=schema)
-        )
-        return len(rows)
+        """recall_count + 1 on the user's facts in `ids`, atomically (storage.recalls)."""
+        return bump_recalls(self.store, "facts", "fact_id", user_id, ids, now)
 
     # ---- codec --------------------------------------------------------
     @staticmethod

@@ -20,10 +20,14 @@ from storage.vectors import TurnVectors
 
 @dataclass
 class Runtime:
+    """`provider` is built from the settings on first use, so commands that
+    call no model (status, ingest, search) never need a model key; assigning
+    it (tests, evaluations) replaces it."""
+
     settings: Settings
     store: Store
     embedder: Any
-    provider: Any
+    _provider: Any = field(default=None, repr=False)
     raw: RawLog = field(init=False)
     episodes: Episodes = field(init=False)
     facts: Facts = field(init=False)
@@ -31,6 +35,7 @@ class Runtime:
     checkpoints: Checkpoints = field(init=False)
     vectors: TurnVectors = field(init=False)
     user_locks: dict[str, threading.Lock] = field(default_factory=dict)
+    _provider_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         self.raw = RawLog(self.store)
@@ -39,6 +44,19 @@ class Runtime:
         self.reflections = Reflections(self.store)
         self.checkpoints = Checkpoints(self.store)
         self.vectors = TurnVectors(self.store)
+
+    @property
+    def provider(self) -> Any:
+        with self._provider_lock:
+            if self._provider is None:
+                from episodic.llm.factory import make_provider
+
+                self._provider = make_provider(self.settings)
+            return self._provider
+
+    @provider.setter
+    def provider(self, value: Any) -> None:
+        self._provider = value
 
     def lock_for(self, user_id: str) -> threading.Lock:
         return self.user_locks.setdefault(user_id, threading.Lock())
@@ -55,14 +73,10 @@ def get_runtime(settings: Settings | None = None) -> Runtime:
         rt = _runtimes.get(key)
         if rt is None:
             from episodic.embed import make_embedder
-            from episodic.llm.factory import make_provider
 
             embedder = make_embedder(s.embedder)
             rt = Runtime(
-                settings=s,
-                store=Store(s.database_uri, dim=embedder.dim),
-                embedder=embedder,
-                provider=make_provider(s),
+                settings=s, store=Store(s.database_uri, dim=embedder.dim), embedder=embedder
             )
             _runtimes[key] = rt
         return rt

@@ -1,6 +1,6 @@
 """Search over one user's memory: vector and full-text candidates from
 LanceDB, ranked by alpha*recency + beta*importance + gamma*similarity, then
-the recall of every returned item recorded in one write per table."""
+the recall of every returned item recorded in one atomic update per table."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from episodic.decay import effective_salience, retention
 from episodic.models import now_utc
 from episodic.retrieval import Candidate, ScoredItem, Weights, rank
 from storage import filters
-from storage.codec import to_aware, to_naive
+from storage.codec import to_aware
+from storage.recalls import bump_recalls
 from tasks.runtime import Runtime
 
 KINDS = ("episodes", "facts", "reflections")
@@ -35,6 +36,12 @@ class SearchOptions:
     tau_hours: float = 24.0 * 7
     pool: int = 4  # candidates fetched per channel = pool * k
     record: bool = True
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"k must be at least 1, got {self.k}")
+        if self.pool < 1:
+            raise ValueError(f"pool must be at least 1, got {self.pool}")
 
 
 def _candidates(
@@ -123,39 +130,9 @@ def search(
 
 
 def record_recall(rt: Runtime, user_id: str, items: Sequence[ScoredItem], now: datetime) -> int:
-    """recall_count + 1 and last_recalled_at = now, one write per table."""
-    import pyarrow as pa
-
+    """recall_count + 1 and last_recalled_at = now, one atomic update per table."""
     written = 0
     for kind in KINDS:
         ids = [i.item_id for i in items if i.kind == _KIND[kind]]
-        if not ids:
-            continue
-        tbl = rt.store.table(_TABLE[kind])
-        rows = (
-            tbl.search()
-            .where(filters.user_in(user_id, _ID[kind], ids))
-            .select([_ID[kind], "recall_count"])
-            .limit(len(ids) + 1)
-            .to_list()
-        )
-        data = pa.Table.from_pylist(
-            [
-                {
-                    _ID[kind]: r[_ID[kind]],
-                    "recall_count": int(r["recall_count"] or 0) + 1,
-                    "last_recalled_at": to_naive(now),
-                }
-                for r in rows
-            ],
-            schema=pa.schema(
-                [
-                    (_ID[kind], pa.string()),
-                    ("recall_count", pa.int64()),
-                    ("last_recalled_at", pa.timestamp("us")),
-                ]
-            ),
-        )
-        tbl.merge_insert(_ID[kind]).when_matched_update_all().execute(data)
-        written += len(rows)
+        written += bump_recalls(rt.store, _TABLE[kind], _ID[kind], user_id, ids, now)
     return written

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import cast
 
 from episodic.config import Settings
+from episodic.errors import ConfigError
 from episodic.llm.anthropic_provider import DEFAULT_MODEL as ANTHROPIC_MODEL
 from episodic.llm.anthropic_provider import AnthropicProvider
 from episodic.llm.base import LLMProvider
@@ -33,6 +34,21 @@ from episodic.llm.retry import RetryPolicy
 
 OPENAI_MODEL = "gpt-4o-mini"
 MODE_ENV = "EPISODIC_LLM_MODE"
+
+
+def _mode() -> str:
+    return os.environ.get(MODE_ENV, "tools").strip().lower() or "tools"
+
+
+def check_provider(settings: Settings) -> None:
+    """Raise ConfigError for the settings make_provider would refuse, without
+    building anything: the commands that call a model check it up front, the
+    others never need a key."""
+    kind = settings.llm_kind()
+    if kind == "anthropic" and settings.api_key() is None:
+        raise ConfigError("EPISODIC_LLM=anthropic", "needs ANTHROPIC_API_KEY in the environment")
+    if kind == "openai" and _mode() not in ("tools", "json", "json_schema"):
+        raise ConfigError(MODE_ENV, f"must be tools, json or json_schema, got {_mode()!r}")
 
 
 def make_provider(
@@ -48,11 +64,11 @@ def make_provider(
     policy = policy or RetryPolicy(
         retries=settings.llm_retries, base_delay_s=settings.llm_retry_base_s
     )
+    check_provider(settings)
     key = settings.api_key()
     provider: LLMProvider
     if kind == "anthropic":
-        if key is None:
-            raise ValueError("EPISODIC_LLM=anthropic needs ANTHROPIC_API_KEY in the environment")
+        assert key is not None  # check_provider
         provider = AnthropicProvider(
             settings.llm_model or ANTHROPIC_MODEL,
             api_key=key,
@@ -63,9 +79,7 @@ def make_provider(
             sleep=sleep,
         )
     else:
-        mode = os.environ.get(MODE_ENV, "tools").strip().lower() or "tools"
-        if mode not in ("tools", "json", "json_schema"):
-            raise ValueError(f"{MODE_ENV} must be tools, json or json_schema, got {mode!r}")
+        mode = _mode()
         base_url = settings.llm_base_url
         if base_url is None and key is None:
             base_url = OLLAMA_BASE_URL
