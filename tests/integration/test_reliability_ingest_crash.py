@@ -467,9 +467,10 @@ def maintain_reference(
 def _maintain_trial(
     server: ForkServer, home: Path, inputs: Inputs, reference: dict[str, Any], kind: str, **job: Any
 ) -> None:
-    (res,) = server.run({"home": home, "job": "maintain", **MAINTAIN, **job})
+    (first,) = server.run({"home": home, "job": "maintain", **MAINTAIN, **job})
+    killed = "crash" in job or first.killed
     if "crash" in job:
-        assert res.status == 137, f"{job['crash']} was not reached\n{res.log[-2000:]}"
+        assert first.status == 137, f"{job['crash']} was not reached\n{first.log[-2000:]}"
     crash = _after_crash(home)
     assert crash["stale_heads"] == 0 and crash["other_problems"] == 0, crash
     assert _episode_spans(home) == reference["episodes"], "maintain never adds or drops episodes"
@@ -477,7 +478,6 @@ def _maintain_trial(
     assert res.status == 0, res.log[-3000:]
     final = _finish(server, home, inputs)
     _assert_clean(final)
-    killed = "crash" in job or res.killed
     _report("maintain_crash", kind if killed else f"{kind}-missed", crash, final)
 
 
