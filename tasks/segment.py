@@ -134,9 +134,14 @@ def _to_episodes(
     return out, last_id
 
 
+IDLE_WAVE = 1_000  # streams whose open episode is checked for idleness, per wave
+
+
 @dataclass
 class _Cursor:
-    """One stream in a poll: its checkpoint, its detector, what the poll did."""
+    """One stream in a poll: its checkpoint, its detector, what the poll did.
+    Loaded when its first wave comes, dropped once it reaches its head, so a
+    poll holds the detectors of one wave, not of every stream."""
 
     cp: Checkpoint
     det: Detector
@@ -174,45 +179,91 @@ def poll_streams(
     judge: object | None = None,
     flush: bool = False,
 ) -> list[StreamPoll]:
-    """Bring every (stream, head seq) of one user up to its head, in waves;
-    then close what has been idle (or everything, with `flush`)."""
+    """Bring every (stream, head seq) of one user up to its head, in waves,
+    closing what has been idle (everything, with `flush`) as each stream
+    reaches its head; then the same close for streams with nothing new."""
     now = now or now_utc()
     batch = max(1, rt.settings.batch_turns)
     if judge is None and rt.provider.name != "offline":
         # the LLM check, asked only in the detector's ambiguous band
         judge = make_judge(rt.provider)
-    cps = rt.checkpoints.load_many(user_id, [s for s, _ in heads])
-    cursors: list[_Cursor] = []
+    marks = rt.checkpoints.progress(user_id)
+    polls = {sid: StreamPoll(user_id=user_id, stream_id=sid) for sid, _ in heads}
+    behind: list[tuple[str, int, int]] = []  # (stream, head, watermark): new turns
+    waiting: list[str] = []  # nothing new, an open episode to check
     for sid, head in heads:
+        watermark, has_open = marks.get((user_id, sid), (-1, False))
+        polls[sid].watermark = watermark
+        if watermark < head:
+            behind.append((sid, head, watermark))
+        elif has_open:
+            waiting.append(sid)
+    active: list[_Cursor | tuple[str, int, int]] = list(behind)
+    while active:
+        wave: list[_Cursor | tuple[str, int, int]] = []
+        room = batch
+        for item in active:
+            left = item.behind if isinstance(item, _Cursor) else item[1] - item[2]
+            take = min(batch, left)
+            if wave and take > room:
+                break
+            room -= take
+            wave.append(item)
+        cursors = _load(rt, user_id, wave, polls, judge)
+        for c in cursors:
+            c.upto = c.cp.watermark + min(batch, max(0, c.behind))
+        _advance(rt, user_id, cursors, now, flush)
+        done = {id(w) for w in wave}
+        # a stream longer than a slice goes on in the next wave, loaded
+        carry: list[_Cursor | tuple[str, int, int]] = [c for c in cursors if c.behind > 0]
+        active = carry + [a for a in active if id(a) not in done]
+    for i in range(0, len(waiting), IDLE_WAVE):
+        chunk = [(sid, -1, -1) for sid in waiting[i : i + IDLE_WAVE]]
+        cursors = _load(rt, user_id, list(chunk), polls, judge)
+        for c in cursors:
+            c.upto = c.cp.watermark
+        _close_idle(rt, user_id, cursors, now, flush)
+        _persist(rt, user_id, [c for c in cursors if c.segs], {}, now)
+        _finish(cursors)
+    return [polls[sid] for sid, _ in heads]
+
+
+def _load(
+    rt: Runtime,
+    user_id: str,
+    items: list[_Cursor | tuple[str, int, int]],
+    polls: dict[str, StreamPoll],
+    judge: object | None,
+) -> list[_Cursor]:
+    """Cursors for the wave: those already loaded as they are, the others
+    from their checkpoints, in one read."""
+    fresh = [it for it in items if not isinstance(it, _Cursor)]
+    cps = rt.checkpoints.load_many(user_id, [sid for sid, _, _ in fresh])
+    out: list[_Cursor] = []
+    for it in items:
+        if isinstance(it, _Cursor):
+            out.append(it)
+            continue
+        sid, head, _ = it
         cp = cps[sid]
         det = (
             Detector.from_state(cp.detector, judge=judge)  # type: ignore[arg-type]
             if cp.detector
             else Detector(judge=judge)  # type: ignore[arg-type]
         )
-        cursors.append(_Cursor(cp, det, head, StreamPoll(user_id=user_id, stream_id=sid)))
-    active = [c for c in cursors if c.behind > 0]
-    while active:
-        wave: list[_Cursor] = []
-        room = batch
-        for c in active:
-            take = min(batch, c.behind)
-            if wave and take > room:
-                break
-            c.upto = c.cp.watermark + take
-            room -= take
-            wave.append(c)
-        _advance(rt, user_id, wave, now)
-        active = [c for c in active if c.behind > 0]
-    _close_idle(rt, user_id, cursors, now, flush)
+        out.append(_Cursor(cp, det, head if head >= 0 else cp.watermark, polls[sid]))
+    return out
+
+
+def _finish(cursors: list[_Cursor]) -> None:
     for c in cursors:
         c.poll.open_turns = len(c.det.open_turn_ids)
         c.poll.watermark = c.cp.watermark
-    return [c.poll for c in cursors]
 
 
-def _advance(rt: Runtime, user_id: str, wave: list[_Cursor], now: datetime) -> None:
-    """Feed each stream of the wave its next slice, then persist the wave."""
+def _advance(rt: Runtime, user_id: str, wave: list[_Cursor], now: datetime, flush: bool) -> None:
+    """Feed each stream of the wave its next slice; close what is idle on the
+    streams that reached their head; persist the wave."""
     read = read_ranges(rt.raw, user_id, {c.poll.stream_id: (c.cp.watermark, c.upto) for c in wave})
     turns = [t for c in wave for t in read[c.poll.stream_id]]
     vecs, fresh = embed_turns(rt, user_id, turns)
@@ -230,38 +281,39 @@ def _advance(rt: Runtime, user_id: str, wave: list[_Cursor], now: datetime) -> N
         c.poll.turns_read += len(mine)
         if mine:
             c.last_turn = mine[-1]
+    reached = [c for c in wave if c.upto >= c.head]
+    _close_idle(rt, user_id, reached, now, flush)
     _persist(rt, user_id, wave, known, now)
+    _finish(reached)
 
 
 def _close_idle(
     rt: Runtime, user_id: str, cursors: list[_Cursor], now: datetime, flush: bool
 ) -> None:
     """Idle close, measured from when the last turn reached us, so a replay
-    of old history is not cut at every poll; `flush` closes everything."""
+    of old history is not cut at every poll; `flush` closes everything. The
+    closed segments join each cursor's `segs`, for the next persist."""
     waiting = [c for c in cursors if c.det.open_turn_ids]
     lookup = [c.det.open_turn_ids[-1] for c in waiting if c.last_turn is None]
     found = {t.turn_id: t for t in rt.raw.by_ids(user_id, lookup)} if lookup else {}
     idle = timedelta(minutes=rt.settings.idle_minutes)
-    closing: list[_Cursor] = []
     for c in waiting:
         last = c.last_turn or found.get(c.det.open_turn_ids[-1])
         if flush:
-            c.segs = c.det.flush()
+            c.segs.extend(c.det.flush())
         elif last is not None:
             ts, _ = segment_time(last.event_ts, last.ingest_ts)
             idle_for = now - max(last.ingest_ts, ts)
-            c.segs = c.det.close_idle(ts + idle_for) if idle_for > idle else []
-        if c.segs:
-            c.upto = c.cp.watermark
-            closing.append(c)
-    if closing:
-        _persist(rt, user_id, closing, {}, now)
+            if idle_for > idle:
+                c.segs.extend(c.det.close_idle(ts + idle_for))
 
 
 def _persist(
     rt: Runtime, user_id: str, wave: list[_Cursor], known: dict[str, Turn], now: datetime
 ) -> None:
     """Closed episodes of the wave in one write, then its checkpoints in one."""
+    if not wave:
+        return
     need = [tid for c in wave for s in c.segs for tid in s.turn_ids if tid not in known]
     if need:
         for t in rt.raw.by_ids(user_id, need):

@@ -95,8 +95,10 @@ CRASH_POINTS = [
     ("after_episodes", 1),
     ("after_checkpoint", 1),
     ("after_checkpoint", 2),
-    ("after_checkpoint", 4),  # the flush's close of every stream at once
+    ("after_checkpoint", 3),  # the last wave: its streams' turns and their flush
 ]
+# the close of streams with nothing new: its own waves
+IDLE_POINTS = [("before_episodes", 1), ("after_episodes", 1), ("after_checkpoint", 1)]
 
 
 def _crash_workload(rt: Runtime) -> None:
@@ -116,7 +118,7 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         crashpoints.reset()
         snap = snapshot(rt, USER)
     reset_runtimes()
-    assert hits == 4  # three waves of 4 streams, then the flush
+    assert hits == 3  # three waves of 4 streams, each closed by the flush as it ends
     return snap
 
 
@@ -141,6 +143,50 @@ def test_crash_inside_a_wave_then_rerun_equals_uninterrupted(
     assert snapshot(rt, USER) == uninterrupted
     again = consolidate(user=USER, flush=True)
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
+
+
+def _read_then_flush(rt: Runtime, flush: Any = None) -> None:
+    """A poll that reads every turn (the episodes stay open: no turn is idle
+    yet), then `flush` (default: a flushing poll) closes them."""
+    _crash_workload(rt)
+    first = consolidate(user=USER)
+    assert first["turns_processed"] == 60 and first["open_turns"] > 0
+    (flush or (lambda: consolidate(user=USER, flush=True)))()
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_two_polls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("streams-two-polls")
+    with pytest.MonkeyPatch.context() as mp:
+        rt = runtime_for("offline", tmp / "home", mp, **CRASH_SETTINGS)
+        _read_then_flush(rt)
+        snap = snapshot(rt, USER)
+    reset_runtimes()
+    return snap
+
+
+@pytest.mark.parametrize(("point", "nth"), IDLE_POINTS, ids=str)
+def test_crash_while_closing_idle_streams_then_rerun_equals_uninterrupted(
+    point: str,
+    nth: int,
+    uninterrupted_two_polls: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rt = runtime_for("offline", tmp_path / "home", monkeypatch, **CRASH_SETTINGS)
+
+    def crashing_flush() -> None:
+        crashpoints.reset()
+        monkeypatch.setenv("EPISODIC_CRASHPOINT", f"{point}:{nth}:raise")
+        with pytest.raises(InjectedCrash):
+            consolidate(user=USER, flush=True)
+
+    _read_then_flush(rt, crashing_flush)
+    assert snapshot(rt, USER) != uninterrupted_two_polls
+    monkeypatch.delenv("EPISODIC_CRASHPOINT")
+    crashpoints.reset()
+    consolidate(user=USER, flush=True)
+    assert snapshot(rt, USER) == uninterrupted_two_polls
 
 
 def test_200_short_streams_cost_at_most_3x_one_stream_of_600_turns(
