@@ -29,8 +29,8 @@ test: install
 	$(PY) -m pytest
 
 lint: install
-	$(VENV)/bin/ruff check episodic storage tasks flows deployments tests
-	$(VENV)/bin/ruff format --check episodic storage tasks flows deployments tests
+	$(VENV)/bin/ruff check episodic storage tasks flows cli bench tests
+	$(VENV)/bin/ruff format --check episodic storage tasks flows cli bench tests
 	$(VENV)/bin/mypy episodic storage
 
 bench: install

@@ -84,9 +84,10 @@ def config_error(e: ValidationError) -> ConfigError:
     return ConfigError(f"{PREFIX}{field.upper()}", f"{reason}, got {value}")
 
 
-def apply_prefect_env() -> None:
-    """Prefect settings wherever episodic runs (CLI, tests, CI, workers); call
-    before prefect is imported. A value the user set is kept."""
+def apply_prefect_env(*, quiet: bool = False) -> None:
+    """Prefect settings for a process episodic starts (the CLI, tests); call
+    before prefect is imported. A value the user set is kept. Importing a
+    module never calls this: only entry points do."""
     home = Path(os.environ.get("EPISODIC_HOME") or Path.home() / ".episodic")
     os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
     try:
@@ -99,3 +100,5 @@ def apply_prefect_env() -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if quiet:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")

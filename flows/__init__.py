@@ -1,5 +1,1 @@
-"""Prefect flows (consolidate, reflect, maintain, ingest) and the CLI."""
-
-from episodic.config import apply_prefect_env
-
-apply_prefect_env()
+"""Prefect flows, and nothing else: ingest, consolidate, reflect, maintain."""

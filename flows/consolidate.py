@@ -10,9 +10,9 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from episodic.models import now_utc
-from flows.names import from_params
-from flows.report import consolidate_markdown, publish_markdown
 from storage.lease import user_lease
+from tasks.names import from_params
+from tasks.report import consolidate_markdown, publish_markdown
 from tasks.runtime import get_runtime
 from tasks.steps import merge_facts, score_salience, segment_streams
 
@@ -119,7 +119,7 @@ def consolidate(user: str | None = None, flush: bool = False, plot: bool = False
 
 def _pictures(users: list[str], redraw: bool) -> str:
     """Markdown naming each user's latest timeline picture; never fails the run."""
-    from flows.status import latest_plot_path
+    from tasks.timeline import latest_plot_path
 
     rt = get_runtime()
     lines: list[str] = []
@@ -127,7 +127,7 @@ def _pictures(users: list[str], redraw: bool) -> str:
         path = latest_plot_path(rt.settings.home, uid)
         if redraw:
             try:
-                from flows.plot import plot_latest
+                from tasks.timeline import plot_latest
 
                 path = plot_latest(rt, uid)
             except Exception as e:

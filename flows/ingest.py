@@ -7,8 +7,8 @@ from typing import Any
 
 from prefect import flow
 
-from flows.names import from_params
 from tasks.ingest import ingest_file
+from tasks.names import from_params
 from tasks.runtime import get_runtime
 
 

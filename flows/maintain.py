@@ -9,9 +9,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from episodic.decay import DecayPolicy
-from flows.names import from_params
-from flows.report import publish_table
 from tasks.maintain import decay_user, upkeep
+from tasks.names import from_params
+from tasks.report import publish_table
 from tasks.runtime import get_runtime
 
 

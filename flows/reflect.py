@@ -7,7 +7,7 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.names import from_params
+from tasks.names import from_params
 from tasks.reflect import reflect_if_due
 from tasks.runtime import get_runtime
 

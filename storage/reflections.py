@@ -98,4 +98,3 @@ class Reflections:
             last_recalled_at=to_aware(r["last_recalled_at"]),
             status=r["status"],
         )
-

@@ -1,5 +1,1 @@
 """Prefect tasks: thin wrappers over episodic/ and storage/."""
-
-from episodic.config import apply_prefect_env
-
-apply_prefect_env()

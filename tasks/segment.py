@@ -23,9 +23,9 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from episodic.models import Episode, Turn, now_utc
-from episodic.prediction_error import make_judge
 from episodic.segment import Detector
 from episodic.segment.clock import CLAMPED_KEY, segment_time
+from episodic.segment.judge import make_judge
 from episodic.segment.types import ClosedSegment, SegTurn
 from storage.raw_ranges import read_ranges
 from storage.state import Checkpoint

@@ -14,10 +14,10 @@ from episodic.facts.negation import is_negation_of
 from episodic.facts.normalize import cosine, normalize
 from episodic.facts.offline_extract import offline_extract
 from episodic.facts.offline_merge import DEFAULT_DUP_THRESHOLD, merge_one, offline_merge
-from episodic.facts.prompts import extraction_messages, merge_context, merge_messages
 from episodic.facts.schema import ExtractedFact, ExtractedFacts, MergeDecisions, MergeItem
 from episodic.facts.slots import Slot, SlotValue, parse_slot, slot_of
 from episodic.facts.types import CandidateSet, Decision, ExistingFact, FactTurn, NewFact
+from episodic.prompts.facts import extraction_messages, merge_context, merge_messages
 
 __all__ = [
     "DEFAULT_DUP_THRESHOLD",

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from episodic.facts.normalize import normalize
-from episodic.facts.prompts import extraction_messages
 from episodic.facts.schema import ExtractedFacts
 from episodic.facts.types import FactTurn, NewFact
 from episodic.llm.base import LLMProvider
 from episodic.llm.fallback import structured_or_offline
 from episodic.models import utc
+from episodic.prompts.facts import extraction_messages
 
 log = logging.getLogger(__name__)
 

@@ -34,12 +34,12 @@ from episodic.facts.consistency import RULE, within_episode
 from episodic.facts.negation import is_negation_of
 from episodic.facts.normalize import cosine, normalize
 from episodic.facts.offline_merge import DEFAULT_DUP_THRESHOLD, merge_one
-from episodic.facts.prompts import merge_context, merge_messages, number_existing
 from episodic.facts.schema import MergeDecisions, MergeItem
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import CandidateSet, Decision, ExistingFact
 from episodic.llm.base import LLMProvider
 from episodic.llm.fallback import OFFLINE_FALLBACK, structured_or_offline
+from episodic.prompts.facts import merge_context, merge_messages, number_existing
 
 log = logging.getLogger(__name__)
 

@@ -442,7 +442,7 @@ def _cli_child(req: dict[str, Any]) -> int:
     fd = os.open(req["result"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from flows.cli import app
+    from cli.main import app
 
     try:
         app(args=req["args"], prog_name="episodic")
@@ -473,7 +473,7 @@ def _wait(children: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
 def serve() -> None:
     """Read a JSON list of jobs per line; fork a child for each; answer with
     their exit statuses, in order. The imports are paid once, here."""
-    import flows.cli  # noqa: F401
+    import cli.main  # noqa: F401
     import flows.consolidate  # noqa: F401
     import flows.maintain  # noqa: F401
     import tasks.steps  # noqa: F401

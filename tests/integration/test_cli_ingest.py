@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from storage.db import Store
 from storage.raw import RawLog
 from tasks.ingest import ingest_file

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tasks.runtime import Runtime
 from tests.integration.facts_support import runtime_for
 

@@ -22,7 +22,7 @@ JAN = "2025-01-10T09:00:00+00:00"
 
 
 def _json(*args: str) -> Any:
-    from flows.cli import app
+    from cli.main import app
 
     res = CliRunner().invoke(app, list(args))
     assert res.exit_code == 0, res.output

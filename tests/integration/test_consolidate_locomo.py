@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tests.conftest import shared_data
 from tests.integration.facts_support import runtime_for
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from flows.bench_streams import USER, stream_turns
+from bench.streams import USER, stream_turns
 from flows.consolidate import consolidate
 from tasks import crashpoints
 from tasks.crashpoints import InjectedCrash

@@ -1,5 +1,5 @@
-"""deployments/prefect.yaml and `episodic serve` declare the same flows with
-the same schedules, and every entrypoint names a real flow."""
+"""`episodic serve` takes its flows and schedules from deployments/prefect.yaml,
+and every entrypoint names a real flow."""
 
 from __future__ import annotations
 
@@ -8,20 +8,23 @@ from pathlib import Path
 import yaml
 from prefect.flows import load_flow_from_entrypoint
 
-from deployments.serve import SCHEDULES
+from cli.serve import deployments, schedules
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = yaml.safe_load((ROOT / "deployments" / "prefect.yaml").read_text())
 
 
-def test_yaml_and_serve_share_names_and_schedules() -> None:
+def test_serve_builds_the_yaml_deployments() -> None:
     declared = {d["name"]: d for d in SPEC["deployments"]}
-    assert set(declared) == set(SCHEDULES) == {"consolidate", "reflect", "maintain", "ingest"}
-    for name, cron in SCHEDULES.items():
-        crons = [s["cron"] for s in declared[name].get("schedules") or []]
-        assert crons == ([cron] if cron else []), name
-    assert SCHEDULES["consolidate"] == "* * * * *"  # every minute
-    assert SCHEDULES["reflect"] == "*/10 * * * *"
+    assert set(declared) == {"consolidate", "reflect", "maintain", "ingest"}
+    served = {d.name: d for d in deployments()}
+    assert set(served) == set(declared)
+    for name, d in served.items():
+        crons = [s.schedule.cron for s in d.schedules or []]
+        assert crons == [s["cron"] for s in declared[name].get("schedules") or []], name
+    assert schedules()["consolidate"] == "* * * * *"  # every minute
+    assert schedules()["reflect"] == "*/10 * * * *"
+    assert schedules()["ingest"] is None
 
 
 def test_entrypoints_load_and_pool_is_process() -> None:

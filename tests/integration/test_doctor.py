@@ -14,10 +14,10 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
+from cli.main import app
 from episodic import crashpoints
 from episodic.crashpoints import InjectedCrash
 from episodic.models import TurnIn
-from flows.cli import app
 from storage.schemas import raw_turns
 from tasks.runtime import Runtime
 from tasks.segment import poll_stream

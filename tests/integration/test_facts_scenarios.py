@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from cli.main import app
 from episodic.facts import MergeDecisions
 from episodic.llm.fake import FakeProvider
-from flows.cli import app
 from flows.consolidate import consolidate
 from tasks.runtime import Runtime
 from tests.integration.facts_support import (

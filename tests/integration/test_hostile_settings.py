@@ -112,7 +112,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
         env.update({k: v.format(file=afile) for k, v in case.env.items()})
         args = [a.format(src=src) for a in case.args]
         p = subprocess.run(
-            [sys.executable, "-m", "flows.cli", *args],
+            [sys.executable, "-m", "cli.main", *args],
             cwd=ROOT,
             env=env,
             capture_output=True,

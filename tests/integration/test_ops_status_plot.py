@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from flows.consolidate import consolidate
-from flows.plot import build_timeline, render
-from flows.status import latest_plot_path, stream_status
 from tasks.ingest import ingest_file
+from cli.status import stream_status
+from tasks.timeline import build_timeline, latest_plot_path, render
 from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tests.integration.helpers import make_runtime
 from tests.integration.memory_items import episode, put
 

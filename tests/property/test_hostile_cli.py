@@ -80,7 +80,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
 def run_cli(home: Home, path: Path, *args: str) -> tuple[int, dict[str, Any] | None, str]:
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from cli.main import app
 
     home.files += 1
     result = CliRunner().invoke(app, ["ingest", str(path), "--json", *args])

@@ -10,7 +10,8 @@ import importlib, pkgutil, sys
 import episodic
 for m in pkgutil.walk_packages(episodic.__path__, "episodic."):
     importlib.import_module(m.name)
-bad = sorted(n for n in ("prefect", "lancedb", "instructor", "anthropic", "openai") if n in sys.modules)
+banned = ("prefect", "lancedb", "instructor", "anthropic", "openai")
+bad = sorted(n for n in banned if n in sys.modules)
 print(",".join(bad))
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from episodic.errors import LLMTransientError
 from episodic.llm.fake import FakeProvider
-from episodic.prediction_error import PredictionError, make_judge, prediction_error_messages
+from episodic.segment.judge import PredictionError, make_judge, prediction_error_messages
 from episodic.segment.types import JudgeRequest
 
 REQ = JudgeRequest(

@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from episodic.datasets import load_dataset
-from episodic.embed import HashEmbedder, make_embedder
-from episodic.evaluate import (
+from bench.datasets import load_dataset
+from bench.metrics import (
     boundaries_to_masses,
     boundary_counts,
     evidence_recall,
@@ -18,8 +17,9 @@ from episodic.evaluate import (
     window_size,
     windowdiff,
 )
-from episodic.segment_bench import bench_segment
-from episodic.segment_eval import run_segment_eval, texttiling
+from bench.segment_bench import bench_segment
+from bench.segment_eval import run_segment_eval, texttiling
+from episodic.embed import HashEmbedder, make_embedder
 
 
 def test_window_size_follows_segeval() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from flows.bench_corpus import machine, report, target
+from bench.corpus import machine, report, target
 
 DIM = 384
 USERS = 100

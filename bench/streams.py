@@ -26,9 +26,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bench.corpus import bench_env, dialogues, ingest, machine, report, target
 from episodic.ingest.kinds import derive_kind
 from episodic.models import Role, TurnIn
-from flows.bench_corpus import bench_env, dialogues, ingest, machine, report, target
 
 SIZES = (10, 100, 1_000, 10_000)
 TURNS_PER_STREAM = 3

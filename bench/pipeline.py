@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flows.bench_corpus import bench_env, ingest, machine, realistic_turns, report, target
+from bench.corpus import bench_env, ingest, machine, realistic_turns, report, target
 
 TARGET_RATIO = 0.85
 

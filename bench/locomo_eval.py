@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from bench.metrics import evidence_recall
 from episodic.config import Settings
 from episodic.embed import make_embedder
-from episodic.evaluate import evidence_recall
 from episodic.llm.factory import make_provider
 from episodic.segment import Detector
 from episodic.segment.detector import DetectorConfig

@@ -9,15 +9,13 @@ same as the transformer, so a store can switch backends without new tables."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from episodic.embed import _normalise
-from episodic.embed_onnx import _source, models_dir
+from episodic.embed.base import models_dir, normalise, offline_hub, weights_path
 
 DIM = 384
 
@@ -27,10 +25,10 @@ def distill_static(out_dir: Path | None = None) -> Path:
     out = out_dir or models_dir() / "all-MiniLM-L6-v2-static"
     if (out / "model.safetensors").exists():
         return out
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    offline_hub()
     from model2vec.distill import distill
 
-    model = distill(model_name=str(_source()), pca_dims=DIM, device="cpu")
+    model = distill(model_name=str(weights_path()), pca_dims=DIM, device="cpu")
     tmp = out.with_name(out.name + ".tmp")
     model.save_pretrained(str(tmp))
     tmp.replace(out)
@@ -60,4 +58,4 @@ class StaticEmbedder:
         if keep:
             vecs = self._load().encode([texts[i] for i in keep], show_progress_bar=False)
             out[keep] = np.asarray(vecs, dtype=np.float32)
-        return _normalise(out)
+        return normalise(out)

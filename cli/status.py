@@ -5,12 +5,10 @@ that touched the stream with its final state."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from pathlib import Path
 
-from episodic.models import now_utc, stable_id
+from episodic.models import now_utc
 from storage import filters
 from tasks.runtime import Runtime
 
@@ -94,11 +92,3 @@ def human_age(seconds: float | None) -> str:
     if s < 172_800:
         return f"{s // 3600}h"
     return f"{s // 86_400}d"
-
-
-def latest_plot_path(home: Path, user_id: str) -> Path:
-    """Where the newest timeline picture of a user lives (`episodic plot` writes
-    it, the consolidate artifact names it): a readable slug plus a hash, so a
-    user id never becomes a path on its own."""
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", user_id)[:40].strip(".") or "user"
-    return home / "plots" / f"{slug}-{stable_id('plot', user_id)[:8]}-latest.png"

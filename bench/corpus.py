@@ -36,7 +36,7 @@ def data_dir() -> Path:
 
 def dialogues() -> list[list[str]]:
     """Every dialogue of the three sets, as lists of utterances (interleaved by set)."""
-    from episodic.datasets import load_dialseg711, load_tiage
+    from bench.datasets import load_dialseg711, load_tiage
 
     root = data_dir()
     sets: list[list[list[str]]] = []

@@ -25,7 +25,7 @@ def status(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Per user and stream: raw turns, watermark, lag, open episode, last run."""
-    from flows.status import human_age, stream_status
+    from cli.status import human_age, stream_status
     from tasks.runtime import get_runtime
 
     rows = stream_status(get_runtime(), user)
@@ -111,9 +111,8 @@ def plot(
     """Draw a stream over time: turns, signal scores against thresholds, cuts and reasons."""
     import shutil
 
-    from flows.plot import PlotError, plot_stream
-    from flows.status import latest_plot_path
     from tasks.runtime import get_runtime
+    from tasks.timeline import PlotError, latest_plot_path, plot_stream
 
     rt = get_runtime()
     latest = latest_plot_path(rt.settings.home, user)
@@ -136,11 +135,11 @@ def serve(
     limit: int | None = typer.Option(None, "--limit", help="most flow runs at once"),
 ) -> None:
     """Serve consolidate, reflect, maintain and ingest with their schedules (Ctrl-C stops)."""
-    from deployments.serve import SCHEDULES, serve_all
+    from cli.serve import schedules, serve_all
 
     # Prefect's runner takes SIGTERM over once started; before that, stop the same way
     signal.signal(signal.SIGTERM, _interrupt)
-    err.print("serving " + ", ".join(f"{n} ({c or 'by hand'})" for n, c in SCHEDULES.items()))
+    err.print("serving " + ", ".join(f"{n} ({c or 'by hand'})" for n, c in schedules().items()))
     err.print("trigger one: prefect deployment run 'consolidate/consolidate'; stop: Ctrl-C")
     try:
         serve_all(limit=limit)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -13,12 +12,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-import flows  # noqa: F401  (sets Prefect's environment before prefect loads)
-from flows.cli_guard import GuardedTyper, preflight
+from cli.guard import GuardedTyper, preflight
 
-os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-
-# exit codes: episodic.errors.ExitCode; settings checked first: flows.cli_guard
+# exit codes: episodic.errors.ExitCode; settings checked first: cli.guard
 app = GuardedTyper(add_completion=False, no_args_is_help=True, help=__doc__)
 app.callback()(preflight)
 eval_app = typer.Typer(no_args_is_help=True, help="Measure against public data with ground truth.")
@@ -284,7 +280,7 @@ def search(
 @app.command()
 def demo() -> None:
     """Ingest the bundled sample and consolidate it: the main job, end to end."""
-    from flows.demo import run_demo
+    from cli.demo import run_demo
 
     run_demo(console)
 
@@ -298,8 +294,8 @@ def eval_segment(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Pk, WindowDiff and boundary F1 of the online detector and its baselines."""
+    from bench.segment_eval import run_segment_eval
     from episodic.embed import make_embedder
-    from episodic.segment_eval import run_segment_eval
 
     if not path.exists():
         err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
@@ -326,7 +322,7 @@ def eval_locomo(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Evidence recall@k on LoCoMo: episodes against fixed windows, sessions, turns."""
-    from flows.locomo_eval import run_locomo_eval
+    from bench.locomo_eval import run_locomo_eval
 
     if not path.exists():
         err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
@@ -360,7 +356,7 @@ def bench(
     turns: int | None = typer.Option(None, "--turns", help="scale down (smoke runs)"),
 ) -> None:
     """Run a benchmark; prints its figures beside their targets."""
-    from flows.bench import run_bench
+    from bench.run import run_bench
 
     res = run_bench(name, turns=turns)
     if as_json:
@@ -410,9 +406,19 @@ def maintain(
 
 
 # commands that live in their own modules
-from flows import cli_ops  # noqa: E402
+from cli import ops  # noqa: E402
 
-cli_ops.register(app)
+ops.register(app)
+
+
+def main() -> None:
+    """The console script: Prefect's environment first (before prefect loads),
+    quiet on a terminal except for `serve`, whose runs log at INFO in the UI."""
+    from episodic.config import apply_prefect_env
+
+    apply_prefect_env(quiet=sys.argv[1:2] != ["serve"])
+    app()
+
 
 if __name__ == "__main__":
-    app()
+    main()

@@ -22,8 +22,8 @@ def run_bench(name: str, turns: int | None = None) -> dict[str, Any]:
     """`turns` scales the benchmarks built on realistic turns (pipeline,
     reference, embed-backends) and the memory sizes; None keeps the defaults."""
     if name == "segment":
-        from episodic.segment_bench import bench_segment
-        from flows.bench_corpus import machine, report, target
+        from bench.corpus import machine, report, target
+        from bench.segment_bench import bench_segment
 
         res = bench_segment(caps=(50, 150))
         res["machine"] = machine()
@@ -34,41 +34,41 @@ def run_bench(name: str, turns: int | None = None) -> dict[str, Any]:
         report("segment", res)
         return res
     if name == "pipeline":
-        from flows.bench_pipeline import bench_pipeline
+        from bench.pipeline import bench_pipeline
 
         return bench_pipeline() if turns is None else bench_pipeline(turns=turns)
     if name == "reference":
-        from flows.bench_reference import bench_reference
+        from bench.reference import bench_reference
 
         return bench_reference() if turns is None else bench_reference(turns=turns)
     if name == "incremental":
-        from flows.bench_incremental import bench_incremental
+        from bench.incremental import bench_incremental
 
         if turns is None:
             return bench_incremental()
         return bench_incremental(small=max(200, turns // 10), base=turns, copies=3)
     if name == "retrieval":
-        from flows.bench_retrieval import bench_retrieval
+        from bench.retrieval import bench_retrieval
 
         return bench_retrieval() if turns is None else bench_retrieval(sizes=(turns,))
     if name == "memory":
-        from flows.bench_memory import bench_memory
+        from bench.memory import bench_memory
 
         return bench_memory() if turns is None else bench_memory(sizes=(turns, 2 * turns))
     if name == "streams":
-        from flows.bench_streams import SIZES, bench_streams
+        from bench.streams import SIZES, bench_streams
 
         # --turns caps the largest number of streams (a smoke run)
         return bench_streams(SIZES if turns is None else tuple(n for n in SIZES if n <= turns))
     if name == "embed-backends":
-        from flows.bench_embed import bench_embed_backends
+        from bench.embed_backends import bench_embed_backends
 
         return bench_embed_backends() if turns is None else bench_embed_backends(turns=turns)
     if name == "all":
         out: dict[str, Any] = {}
         for n in NAMES:
             if n == "reference":
-                from flows.bench_reference import bench_reference
+                from bench.reference import bench_reference
 
                 kw: dict[str, Any] = {"pipeline": out.get("pipeline")}
                 if turns is not None:

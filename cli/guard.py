@@ -3,7 +3,7 @@
 Before: the settings are loaded and checked (a bad value is a usage error);
 the commands that call a model check its provider settings (a missing key);
 the commands that run flows tie Prefect's temporary server to this process
-(flows.ephemeral). After: each known failure is one line on stderr and its
+(cli.ephemeral). After: each known failure is one line on stderr and its
 exit code from `episodic.errors.ExitCode`; anything else keeps its traceback.
 """
 
@@ -65,6 +65,6 @@ def preflight(ctx: typer.Context) -> None:
 
         check_provider(settings)
     if command in FLOW_COMMANDS:
-        from flows.ephemeral import tie
+        from cli.ephemeral import tie
 
         tie()

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from flows.bench_corpus import machine, report, target
+from bench.corpus import machine, report, target
 
 TARGET_MB = 2048.0
 SIZES = (50_000, 100_000, 200_000)
@@ -32,7 +32,7 @@ def _child(args: list[str], db: Path) -> dict[str, Any]:
         os.environ, EPISODIC_DB_URI=str(db), EPISODIC_EMBEDDER="hash", EPISODIC_LLM="offline"
     )
     out = subprocess.run(
-        [sys.executable, "-m", "flows.bench_memory", *args],
+        [sys.executable, "-m", "bench.memory", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -89,8 +89,10 @@ def bench_memory(sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
 
 
 def _main(argv: list[str]) -> None:
-    import flows  # noqa: F401  (Prefect's environment)
-    from flows.bench_corpus import ingest, realistic_turns
+    from episodic.config import apply_prefect_env
+
+    apply_prefect_env(quiet=True)
+    from bench.corpus import ingest, realistic_turns
     from tasks.runtime import get_runtime
 
     rt = get_runtime()

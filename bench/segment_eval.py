@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from episodic.datasets import Dialogue, load_dataset
+from bench.datasets import Dialogue, load_dataset
+from bench.metrics import BoundaryCounts, boundaries_to_masses, boundary_counts, pk, windowdiff
 from episodic.embed import Embedder
-from episodic.evaluate import BoundaryCounts, boundaries_to_masses, boundary_counts, pk, windowdiff
 from episodic.segment.detector import Detector, DetectorConfig
 from episodic.segment.types import SegTurn
 

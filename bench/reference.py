@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from flows.bench_corpus import machine, realistic_turns, report, target
+from bench.corpus import machine, realistic_turns, report, target
 
 MAX_SEGMENT_TURNS = 15
 SEMANTIC_SHIFT_THRESHOLD = 0.45
@@ -89,7 +89,7 @@ def bench_reference(
     from episodic.embed import make_embedder
 
     if pipeline is None or pipeline.get("turns") != turns:
-        from flows.bench_pipeline import bench_pipeline
+        from bench.pipeline import bench_pipeline
 
         pipeline = bench_pipeline(turns=turns, embedder=embedder)
     items = realistic_turns(turns)

@@ -17,7 +17,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from flows.bench_corpus import bench_env, ingest, machine, realistic_turns, report, target
+from bench.corpus import bench_env, ingest, machine, realistic_turns, report, target
 
 TARGET_RATIO = 1.5
 POLL_USER = "user-000"

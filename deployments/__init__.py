@@ -1,1 +1,0 @@
-"""Prefect deployments: prefect.yaml (work pool) and serve.py (one process)."""
