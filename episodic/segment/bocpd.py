@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from episodic.segment.base import Signal, array_from_json, array_to_json, clip01, finite
+from episodic.segment.config import DEFAULTS
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -51,11 +52,11 @@ class BocpdKernel:
 
     def __init__(
         self,
-        dims: int = 16,
-        max_run_length: int = 50,
-        hazard_lambda: float = 10.0,
-        obs_var: float = 0.6,
-        prior_var: float = 1.0,
+        dims: int = DEFAULTS.bocpd_dims,
+        max_run_length: int = DEFAULTS.max_run_length,
+        hazard_lambda: float = DEFAULTS.hazard_lambda,
+        obs_var: float = DEFAULTS.obs_var,
+        prior_var: float = DEFAULTS.prior_var,
     ) -> None:
         if dims < 1:
             raise ValueError("dims must be >= 1")
@@ -162,13 +163,13 @@ class ChangePoint(Signal):
 
     def __init__(
         self,
-        threshold: float = 0.5,
-        dims: int = 16,
-        max_run_length: int = 50,
-        hazard_lambda: float = 6.0,
-        obs_var: float = 0.6,
-        prior_var: float = 1.0,
-        seed: int = 0,
+        threshold: float = DEFAULTS.cp_threshold,
+        dims: int = DEFAULTS.bocpd_dims,
+        max_run_length: int = DEFAULTS.max_run_length,
+        hazard_lambda: float = DEFAULTS.hazard_lambda,
+        obs_var: float = DEFAULTS.obs_var,
+        prior_var: float = DEFAULTS.prior_var,
+        seed: int = DEFAULTS.seed,
     ) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError("threshold must be in (0, 1]")
@@ -254,7 +255,12 @@ class Surprisal(Signal):
 
     name = "surprisal"
 
-    def __init__(self, threshold: float = 1.5, rate: float = 0.05, warmup: int = 5) -> None:
+    def __init__(
+        self,
+        threshold: float = DEFAULTS.surprisal_threshold,
+        rate: float = DEFAULTS.surprisal_rate,
+        warmup: int = 5,
+    ) -> None:
         if not threshold > 0:
             raise ValueError("threshold must be > 0")
         if not 0.0 < rate < 1.0:

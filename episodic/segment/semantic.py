@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from episodic.segment.base import Signal, array_from_json, array_to_json, clip01, finite
+from episodic.segment.config import DEFAULTS
 
 
 class SemanticShift(Signal):
@@ -35,10 +36,10 @@ class SemanticShift(Signal):
 
     def __init__(
         self,
-        threshold: float = 1.0,
-        decay: float = 0.5,
-        center: bool = True,
-        prior_turns: float = 10.0,
+        threshold: float = DEFAULTS.semantic_threshold,
+        decay: float = DEFAULTS.semantic_decay,
+        center: bool = DEFAULTS.center,
+        prior_turns: float = DEFAULTS.center_prior_turns,
     ) -> None:
         if not 0.0 < threshold <= 2.0:
             raise ValueError("threshold must be in (0, 2]")

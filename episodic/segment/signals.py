@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from episodic.segment.base import Signal, clip01, finite
+from episodic.segment.config import DEFAULTS
 from episodic.segment.types import SegTurn
 
 
@@ -17,7 +18,9 @@ class SizeCap(Signal):
 
     name = "size_cap"
 
-    def __init__(self, max_turns: int = 20, max_minutes: float = 240.0) -> None:
+    def __init__(
+        self, max_turns: int = DEFAULTS.max_turns, max_minutes: float = DEFAULTS.max_minutes
+    ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be >= 1")
         if not max_minutes > 0:
@@ -71,7 +74,7 @@ class TimeGap(Signal):
 
     name = "time_gap"
 
-    def __init__(self, gap_minutes: float = 30.0) -> None:
+    def __init__(self, gap_minutes: float = DEFAULTS.time_gap_minutes) -> None:
         if not gap_minutes > 0:
             raise ValueError("gap_minutes must be > 0")
         self.gap_minutes = gap_minutes
@@ -107,7 +110,7 @@ class IdleClose(Signal):
 
     name = "idle"
 
-    def __init__(self, idle_minutes: float = 30.0) -> None:
+    def __init__(self, idle_minutes: float = DEFAULTS.idle_minutes) -> None:
         if not idle_minutes > 0:
             raise ValueError("idle_minutes must be > 0")
         self.idle_minutes = idle_minutes
