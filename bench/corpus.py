@@ -31,7 +31,9 @@ SOURCE = "bench"
 
 
 def data_dir() -> Path:
-    return Path(os.environ.get("EPISODIC_SHARED_DATA", str(DATA)))
+    from episodic.config import load_settings
+
+    return load_settings().shared_data or DATA
 
 
 def dialogues() -> list[list[str]]:
@@ -167,28 +169,16 @@ def report(name: str, res: dict[str, Any]) -> None:
 
 @contextmanager
 def bench_env(embedder: str, home: Path | None = None) -> Iterator[Path]:
-    """A throwaway LanceDB directory wired through the environment (flows build
-    their runtime from it); the previous environment comes back afterwards."""
-    from tasks.runtime import reset_runtimes
+    """A throwaway LanceDB directory, the runtime of every flow run inside the
+    block (tasks.runtime.use_runtime); the environment is left alone."""
+    from episodic.config import load_settings
+    from tasks.runtime import use_runtime
 
     tmp = Path(tempfile.mkdtemp(prefix="episodic-bench-", dir=home))
-    keys = ("EPISODIC_DB_URI", "EPISODIC_EMBEDDER", "EPISODIC_LLM")
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ.update(
-        {
-            "EPISODIC_DB_URI": str(tmp / "lancedb"),
-            "EPISODIC_EMBEDDER": embedder,
-            "EPISODIC_LLM": "offline",
-        }
-    )
-    reset_runtimes()
+    update = {"db_uri": str(tmp / "lancedb"), "embedder": embedder, "llm": "offline"}
+    settings = load_settings().model_copy(update=update)
     try:
-        yield tmp
+        with use_runtime(settings):
+            yield tmp
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        reset_runtimes()
         shutil.rmtree(tmp, ignore_errors=True)

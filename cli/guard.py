@@ -13,7 +13,9 @@ import os
 import sys
 from typing import Any, NoReturn
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from episodic.errors import ConfigError, ExitCode, storage_errno
 
@@ -31,12 +33,31 @@ def fail(code: ExitCode, message: str) -> NoReturn:
 
 
 def _storage_message(exc: BaseException, code: int) -> str:
-    where = getattr(exc, "filename", None) or os.environ.get("EPISODIC_HOME", "")
+    from episodic.config import HomeSettings
+
+    where = getattr(exc, "filename", None) or str(HomeSettings().home)
     return f"storage full or not writable: {os.strerror(code)}" + (f" ({where})" if where else "")
 
 
+class FlagHelpCommand(TyperCommand):
+    """A command whose on/off flags show no value type in `--help` (typer
+    0.29 prints `<bool>` after `--json`, as if it took a value)."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        for p in params:
+            if isinstance(p, click.Option) and p.is_flag and p.metavar is None:
+                p.metavar = ""
+        return params
+
+
 class GuardedTyper(typer.Typer):
-    """A Typer app whose known failures exit with one line and their code."""
+    """A Typer app whose known failures exit with one line and their code,
+    and whose commands show flags as flags in `--help`."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("cls", FlagHelpCommand)
+        return super().command(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from storage.lease import LeaseBusy

@@ -1,29 +1,47 @@
 """Settings from the environment, prefix EPISODIC_. Secrets are read, never logged.
 
-Every value is checked when the settings load (`load_settings` raises one
-`ConfigError` naming the variable); the model key is checked only by the
-commands that call a model (`episodic.llm.factory.check_provider`)."""
+This module is the only reader of the environment: everything else takes a
+`Settings` (or a value from one). Every value is checked when the settings
+load (`load_settings` raises one `ConfigError` naming the variable); the model
+key is checked only by the commands that call a model
+(`episodic.llm.factory.check_provider`).
+
+The detector's thresholds are `Settings.segment`, a `DetectorConfig` whose
+defaults are declared once in `episodic/segment/config.py`; each field is set
+with a double underscore, e.g. `EPISODIC_SEGMENT__MAX_TURNS=12`.
+`EPISODIC_IDLE_MINUTES` is the detector's `idle_minutes` (it wins over
+`EPISODIC_SEGMENT__IDLE_MINUTES` when both are set)."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from episodic.errors import ConfigError
+from episodic.segment.config import DEFAULTS, DetectorConfig
 
 PREFIX = "EPISODIC_"
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="ignore")
+class HomeSettings(BaseSettings):
+    """EPISODIC_HOME alone: what an entry point needs before the rest is
+    checked (`apply_prefect_env`, error messages)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=PREFIX, extra="ignore", env_nested_delimiter="__", populate_by_name=True
+    )
 
     home: Path = Field(default_factory=lambda: Path.home() / ".episodic")
+
+
+class Settings(HomeSettings):
     db_uri: str | None = None
 
     llm: Literal["offline", "anthropic", "openai"] | None = None
@@ -33,6 +51,10 @@ class Settings(BaseSettings):
     llm_retries: Annotated[int, Field(ge=0)] = 3
     llm_retry_base_s: NonNegative = 0.5  # first backoff delay; doubles per retry
     llm_cache: bool = True
+    llm_mode: str = "tools"  # instructor's mode for openai: tools, json or json_schema
+    # the providers' own variable names, without the prefix
+    anthropic_api_key: SecretStr | None = Field(None, validation_alias="ANTHROPIC_API_KEY")
+    openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")
 
     embedder: Literal["minilm", "onnx-int8", "static", "hash"] = "minilm"
     domain: Literal["general", "coding", "sre"] = "general"
@@ -40,7 +62,32 @@ class Settings(BaseSettings):
     max_turn_chars: Annotated[int, Field(ge=1)] = 200_000
     batch_turns: Annotated[int, Field(ge=1)] = 2_000
     reflection_threshold: Positive = 150.0
-    idle_minutes: Positive = 30.0
+    idle_minutes: Positive = DEFAULTS.idle_minutes  # fractions too: 0.1 is six seconds
+    segment: DetectorConfig = Field(default_factory=DetectorConfig)
+    shared_data: Path | None = None  # the public evaluation sets (bench/)
+
+    @field_validator("anthropic_api_key", "openai_api_key", mode="before")
+    @classmethod
+    def _blank_key_is_none(cls, v: Any) -> Any:
+        return None if isinstance(v, str) and not v.strip() else v
+
+    @field_validator("segment", mode="before")
+    @classmethod
+    def _known_detector_keys(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            unknown = sorted(set(v) - {f.name for f in fields(DetectorConfig)})
+            if unknown:
+                raise ValueError(f"unknown detector setting {unknown[0]!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_idle(self) -> Self:
+        """One idle threshold: the poll's gate and the detector read the same."""
+        if "idle_minutes" in self.model_fields_set:
+            self.segment = replace(self.segment, idle_minutes=self.idle_minutes)
+        else:
+            self.idle_minutes = self.segment.idle_minutes
+        return self
 
     @property
     def database_uri(self) -> str:
@@ -50,18 +97,22 @@ class Settings(BaseSettings):
     def cache_dir(self) -> Path:
         return self.home / "cache"
 
+    @property
+    def models_dir(self) -> Path:
+        """Locally exported or distilled embedding models."""
+        return self.home / "models"
+
     def llm_kind(self) -> Literal["offline", "anthropic", "openai"]:
         """Offline unless asked for, or a key is present for a network provider."""
         if self.llm:
             return self.llm
-        if os.environ.get("ANTHROPIC_API_KEY"):
+        if self.anthropic_api_key is not None:
             return "anthropic"
         return "offline"
 
     def api_key(self) -> SecretStr | None:
-        name = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(self.llm_kind())
-        value = os.environ.get(name) if name else None
-        return SecretStr(value) if value else None
+        kind = self.llm_kind()
+        return {"anthropic": self.anthropic_api_key, "openai": self.openai_api_key}.get(kind)
 
 
 def load_settings() -> Settings:
@@ -75,20 +126,31 @@ def load_settings() -> Settings:
 def config_error(e: ValidationError) -> ConfigError:
     """One line for the first invalid setting: its variable, value and rule."""
     first = e.errors(include_url=False)[0]
-    field = str(first["loc"][0]) if first["loc"] else "settings"
+    field = "__".join(str(p) for p in first["loc"]) if first["loc"] else "settings"
     value = repr(first.get("input"))
     value = value if len(value) <= 60 else value[:57] + "..."
     reason = str(first["msg"]).replace("\n", " ").replace("Input should be", "must be")
     if first["type"] in ("finite_number", "greater_than", "greater_than_equal"):
         reason += " (a finite number)" if "finite" not in reason else ""
-    return ConfigError(f"{PREFIX}{field.upper()}", f"{reason}, got {value}")
+    if first["type"] == "value_error":  # a whole group (EPISODIC_SEGMENT__*) checked together
+        reason = str(first.get("ctx", {}).get("error", reason))
+        if isinstance(first.get("input"), dict):
+            return ConfigError(f"{PREFIX}{field.upper()}__*", reason)
+    name = field.upper() if field.upper().endswith("_API_KEY") else f"{PREFIX}{field.upper()}"
+    return ConfigError(name, f"{reason}, got {value}")
+
+
+def crashpoint_spec() -> str | None:
+    """EPISODIC_CRASHPOINT, the test hook of `episodic.crashpoints`: read at each
+    point (cheaply, not through Settings) so a test can arm it at any time."""
+    return os.environ.get(f"{PREFIX}CRASHPOINT") or None
 
 
 def apply_prefect_env(*, quiet: bool = False) -> None:
     """Prefect settings for a process episodic starts (the CLI, tests); call
     before prefect is imported. A value the user set is kept. Importing a
     module never calls this: only entry points do."""
-    home = Path(os.environ.get("EPISODIC_HOME") or Path.home() / ".episodic")
+    home = HomeSettings().home
     os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
     try:
         Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,8 @@ import errno
 import os
 import threading
 
+from episodic.config import crashpoint_spec
+
 _hits: dict[str, int] = {}
 _lock = threading.Lock()
 
@@ -21,7 +23,7 @@ class InjectedCrash(RuntimeError):
 
 
 def crashpoint(name: str) -> None:
-    spec = os.environ.get("EPISODIC_CRASHPOINT")
+    spec = crashpoint_spec()
     if not spec:
         return
     parts = spec.split(":")

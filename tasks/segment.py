@@ -26,7 +26,7 @@ from episodic.models import Episode, Turn, now_utc
 from episodic.segment import Detector
 from episodic.segment.clock import CLAMPED_KEY, segment_time
 from episodic.segment.judge import make_judge
-from episodic.segment.types import ClosedSegment, SegTurn
+from episodic.segment.types import ClosedSegment, Judge, SegTurn
 from storage.raw_ranges import read_ranges
 from storage.state import Checkpoint
 from tasks.crashpoints import crashpoint
@@ -163,7 +163,7 @@ def poll_stream(
     *,
     head_seq: int,
     now: datetime | None = None,
-    judge: object | None = None,
+    judge: Judge | None = None,
     flush: bool = False,
 ) -> StreamPoll:
     """`poll_streams` for one stream."""
@@ -176,7 +176,7 @@ def poll_streams(
     heads: list[tuple[str, int]],
     *,
     now: datetime | None = None,
-    judge: object | None = None,
+    judge: Judge | None = None,
     flush: bool = False,
 ) -> list[StreamPoll]:
     """Bring every (stream, head seq) of one user up to its head, in waves,
@@ -233,12 +233,13 @@ def _load(
     user_id: str,
     items: list[_Cursor | tuple[str, int, int]],
     polls: dict[str, StreamPoll],
-    judge: object | None,
+    judge: Judge | None,
 ) -> list[_Cursor]:
     """Cursors for the wave: those already loaded as they are, the others
     from their checkpoints, in one read."""
     fresh = [it for it in items if not isinstance(it, _Cursor)]
     cps = rt.checkpoints.load_many(user_id, [sid for sid, _, _ in fresh])
+    config = rt.settings.segment
     out: list[_Cursor] = []
     for it in items:
         if isinstance(it, _Cursor):
@@ -246,11 +247,13 @@ def _load(
             continue
         sid, head, _ = it
         cp = cps[sid]
-        det = (
-            Detector.from_state(cp.detector, judge=judge)  # type: ignore[arg-type]
-            if cp.detector
-            else Detector(judge=judge)  # type: ignore[arg-type]
-        )
+        # the detector's thresholds come from the settings (EPISODIC_SEGMENT__*,
+        # EPISODIC_IDLE_MINUTES); a checkpoint keeps its own, but the idle close
+        # follows the settings, so the poll's gate and the detector agree
+        if cp.detector:
+            det = Detector.from_state(cp.detector, judge, idle_minutes=config.idle_minutes)
+        else:
+            det = Detector(config, judge)
         out.append(_Cursor(cp, det, head if head >= 0 else cp.watermark, polls[sid]))
     return out
 
@@ -296,7 +299,7 @@ def _close_idle(
     waiting = [c for c in cursors if c.det.open_turn_ids]
     lookup = [c.det.open_turn_ids[-1] for c in waiting if c.last_turn is None]
     found = {t.turn_id: t for t in rt.raw.by_ids(user_id, lookup)} if lookup else {}
-    idle = timedelta(minutes=rt.settings.idle_minutes)
+    idle = timedelta(minutes=rt.settings.segment.idle_minutes)  # = EPISODIC_IDLE_MINUTES
     for c in waiting:
         last = c.last_turn or found.get(c.det.open_turn_ids[-1])
         if flush:

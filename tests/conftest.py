@@ -25,6 +25,18 @@ for _secret in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+@pytest.fixture(autouse=True)
+def _uninstall_runtimes() -> Iterator[None]:
+    """The runtimes a test installed (tests.integration.helpers.make_runtime)
+    end with it."""
+    yield
+    import sys
+
+    helpers = sys.modules.get("tests.integration.helpers")
+    if helpers is not None:
+        helpers.RUNTIMES.close()
+
+
 @pytest.fixture
 def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "lancedb"

@@ -39,7 +39,7 @@ def models_dir() -> Path:
     """Where locally exported or distilled models are cached."""
     from episodic.config import load_settings
 
-    return load_settings().home / "models"
+    return load_settings().models_dir
 
 
 def offline_hub() -> None:

@@ -17,7 +17,6 @@ The network providers are wrapped in the disk cache under
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import cast
 
@@ -36,8 +35,8 @@ OPENAI_MODEL = "gpt-4o-mini"
 MODE_ENV = "EPISODIC_LLM_MODE"
 
 
-def _mode() -> str:
-    return os.environ.get(MODE_ENV, "tools").strip().lower() or "tools"
+def _mode(settings: Settings) -> str:
+    return settings.llm_mode.strip().lower() or "tools"
 
 
 def check_provider(settings: Settings) -> None:
@@ -47,8 +46,9 @@ def check_provider(settings: Settings) -> None:
     kind = settings.llm_kind()
     if kind == "anthropic" and settings.api_key() is None:
         raise ConfigError("EPISODIC_LLM=anthropic", "needs ANTHROPIC_API_KEY in the environment")
-    if kind == "openai" and _mode() not in ("tools", "json", "json_schema"):
-        raise ConfigError(MODE_ENV, f"must be tools, json or json_schema, got {_mode()!r}")
+    mode = _mode(settings)
+    if kind == "openai" and mode not in ("tools", "json", "json_schema"):
+        raise ConfigError(MODE_ENV, f"must be tools, json or json_schema, got {mode!r}")
 
 
 def make_provider(
@@ -79,7 +79,7 @@ def make_provider(
             sleep=sleep,
         )
     else:
-        mode = _mode()
+        mode = _mode(settings)
         base_url = settings.llm_base_url
         if base_url is None and key is None:
             base_url = OLLAMA_BASE_URL

@@ -336,8 +336,12 @@ class Detector:
         return json.dumps(state, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
     @classmethod
-    def from_state(cls, data: bytes, judge: Judge | None = None) -> Detector:
-        """Restore a detector from `to_state` output; SegmenterStateError on anything amiss."""
+    def from_state(
+        cls, data: bytes, judge: Judge | None = None, *, idle_minutes: float | None = None
+    ) -> Detector:
+        """Restore a detector from `to_state` output; SegmenterStateError on anything amiss.
+        `idle_minutes` replaces the saved one: the idle close is the poller's
+        policy (the settings of the day), not part of the stream's state."""
         try:
             state = json.loads(data)
             if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
@@ -348,6 +352,8 @@ class Detector:
             config = dict(state["config"])
             if version == 1:  # the one-turn, uncentred detector it was started as
                 config |= {"center": False, "decision_delay": 0}
+            if idle_minutes is not None:
+                config["idle_minutes"] = idle_minutes
             det = cls(DetectorConfig.from_dict(config), judge)
             signals = state["signals"]
             for name, sig in det._signals().items():

@@ -4,23 +4,29 @@ with the deterministic hash embedder and the offline provider."""
 from __future__ import annotations
 
 import json
-import os
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from episodic.config import Settings
-from tasks.runtime import Runtime, get_runtime, reset_runtimes
+from tasks.runtime import Runtime, use_runtime
+
+# the runtimes make_runtime installed; tests/conftest.py closes it after each test
+RUNTIMES = ExitStack()
+
+
+def settings_at(home: Path, **overrides: Any) -> Settings:
+    """Settings on `home` with the hash embedder and the offline provider;
+    `overrides` are Settings fields (idle_minutes=0.1, batch_turns=5 ...)."""
+    return Settings(home=home, embedder="hash", llm="offline", **overrides)
 
 
 def make_runtime(home: Path, **overrides: Any) -> Runtime:
-    """A runtime on `home`, set through the environment so that flows, which
-    build their runtime from the environment, use the same store."""
-    reset_runtimes()
-    env = {"EPISODIC_HOME": str(home), "EPISODIC_EMBEDDER": "hash", "EPISODIC_LLM": "offline"}
-    env.update({f"EPISODIC_{k.upper()}": str(v) for k, v in overrides.items()})
-    os.environ.update(env)
-    return get_runtime(Settings())
+    """A runtime on `home`, installed (tasks.runtime.use_runtime) until the
+    test ends, so the flows and in-process commands it runs use the same
+    store; the environment is left alone."""
+    return RUNTIMES.enter_context(use_runtime(settings_at(home, **overrides)))
 
 
 def write_jsonl(path: Path, turns: list[dict[str, Any]]) -> Path:
