@@ -406,9 +406,10 @@ def maintain(
 
 
 # commands that live in their own modules
-from cli import ops  # noqa: E402
+from cli import agents, ops  # noqa: E402
 
 ops.register(app)
+agents.register(app)
 
 
 def main() -> None:

@@ -49,11 +49,20 @@ def ingest_file(
     max_turn_chars: int = 200_000,
     progress: Callable[[int, int], None] | None = None,
     batch: int = BATCH,
+    window: tuple[int, int, int | None] = (0, 1, None),
 ) -> IngestReport:
     """`batch` turns per append: one commit each (smaller only to test crashes
-    between appends without a large file)."""
+    between appends without a large file). `window` (start byte, its line
+    number, end byte) reads a slice of a growing file: what capture sends."""
     stats, items = parse_with_stats(
-        Path(path), fmt, user_id=user_id, stream_id=stream_id, max_turn_chars=max_turn_chars
+        Path(path),
+        fmt,
+        user_id=user_id,
+        stream_id=stream_id,
+        max_turn_chars=max_turn_chars,
+        start=window[0],
+        first_line=window[1],
+        end=window[2],
     )
     report = IngestReport(path=str(path))
     total = AppendResult()

@@ -44,11 +44,17 @@ def parse_with_stats(
     stream_id: str | None = None,
     max_turn_chars: int = 200_000,
     now: datetime | None = None,
+    start: int = 0,
+    first_line: int = 1,
+    end: int | None = None,
 ) -> tuple[ParseStats, Iterator[TurnIn | Rejected]]:
     """The parser's iterator and the stats it fills as it is consumed.
 
     Checks run now: an unreadable file or an unknown format raises IngestError
     here, before any turn is produced. `now` bounds future timestamps.
+    `start`, `first_line` and `end` read a slice of a line-per-record file
+    (capture of a growing transcript): line numbers, and so turn ids, are
+    those of the whole file.
     """
     path = Path(path)
     if fmt != "auto" and fmt not in FORMATS:
@@ -74,8 +80,16 @@ def parse_with_stats(
             return stats, iter(())
         fmt = detect_format(path)
     stats.format = fmt
+    if start and fmt == "locomo":
+        raise IngestError(str(path), "a slice of a whole-JSON file cannot be parsed")
     opts = Options(
-        user_id=user_id, stream_id=stream_id, max_turn_chars=max_turn_chars, now=now or now_utc()
+        user_id=user_id,
+        stream_id=stream_id,
+        max_turn_chars=max_turn_chars,
+        now=now or now_utc(),
+        start=start,
+        first_line=first_line,
+        end=end,
     )
     ctx = Context(path, opts, stats)
     return stats, _guarded(ctx, _PARSERS[fmt](ctx))

@@ -6,7 +6,9 @@ summaries (`type: summary`, `isCompactSummary`, or a user message that opens
 with the continuation preamble) are derived text and never become turns: they
 are counted as skipped. Harness notes (`isMeta`) and bookkeeping entries
 (file snapshots, queue operations) are skipped too. The stream is the
-entry's `sessionId` (the file name only where an entry has none); the
+entry's `sessionId` (the file name only where an entry has none), and a
+sidechain (subagent) message goes to its own stream, `<session>/sidechain`
+(`<session>/sidechain/<agentId>` where the entry names its agent); the
 position is the entry's `uuid`, which survives a rewrite and a copy, and the
 turn's id comes from it (from the line and content where an entry has none).
 """
@@ -116,6 +118,9 @@ def _message(
     if entry.get("isSidechain") is True:
         base["sidechain"] = True
     single = len(parts.parts) == 1
+    stream_id = entry.get("sessionId")
+    if base.get("sidechain"):
+        stream_id = sidechain_stream(ctx, entry)
     for k, part in enumerate(parts.parts):
         position = _position(entry, line_no, None if single else k)
         yield ctx.turn(
@@ -126,8 +131,18 @@ def _message(
             role=part.role,
             text=part.text,
             ts=entry.get("timestamp"),
-            stream_id=entry.get("sessionId"),
+            stream_id=stream_id,
             tool_call=part.tool_call,
             is_error=part.is_error,
             meta={**base, **part.meta},
         )
+
+
+def sidechain_stream(ctx: Context, entry: dict[str, Any]) -> str:
+    """A subagent's own stream, beside its session's."""
+    session = entry.get("sessionId")
+    base = session if isinstance(session, str) and session.strip() else ctx.stem
+    agent = entry.get("agentId")
+    if isinstance(agent, str) and agent.strip():
+        return f"{base}/sidechain/{agent}"
+    return f"{base}/sidechain"

@@ -70,6 +70,11 @@ class Options:
     stream_id: str | None
     max_turn_chars: int
     now: datetime
+    # a slice of a growing file (capture): read from byte `start` (where line
+    # `first_line` begins) up to byte `end` (a line boundary; None: the end)
+    start: int = 0
+    first_line: int = 1
+    end: int | None = None
 
     @property
     def max_line_bytes(self) -> int:
@@ -182,11 +187,15 @@ def iter_lines(
     """
     cap = opts.max_line_bytes
     with path.open("rb") as f:
-        line_no = 0
+        f.seek(opts.start)
+        pos = opts.start
+        line_no = opts.first_line - 1
         while True:
-            chunk = f.readline(cap + 1)
+            room = cap + 1 if opts.end is None else min(cap + 1, opts.end - pos)
+            chunk = f.readline(room) if room > 0 else b""
             if not chunk:
                 return
+            pos += len(chunk)
             line_no += 1
             stats.bytes_read += len(chunk)
             if line_no == 1 and chunk.startswith(b"\xef\xbb\xbf"):
@@ -197,6 +206,7 @@ def iter_lines(
             # over the cap: keep the head as raw, drain the tail without holding it
             while True:
                 rest = f.readline(1 << 20)
+                pos += len(rest)
                 stats.bytes_read += len(rest)
                 if not rest or rest.endswith(b"\n"):
                     break
@@ -207,15 +217,30 @@ def iter_lines(
 class Context:
     """Per-file state that every parser shares: ids, clock, stats."""
 
-    def __init__(self, path: Path, opts: Options, stats: ParseStats) -> None:
+    def __init__(
+        self,
+        path: Path,
+        opts: Options,
+        stats: ParseStats,
+        *,
+        source: str | None = None,
+        clock: datetime | None = None,
+    ) -> None:
+        """`source` and `clock` serve input that is not a file (the HTTP API):
+        the provenance to record and where synthetic times start (else the
+        file's mtime)."""
         self.path = path
-        self.source = str(path.resolve())  # provenance only: ids never use it
+        # provenance only: ids never use it
+        self.source = source if source is not None else str(path.resolve())
         self.stem = path.stem or "stream"  # default stream where the transcript names none
         self.opts = opts
         self.stats = stats
         self._latest: dict[tuple[str, str], datetime] = {}  # latest real time per stream
         self._synthetic: dict[tuple[str, str], datetime] = {}  # last synthetic time per stream
         self._asked: dict[tuple[str, str], bool] = {}  # did the agent's last words end in "?"
+        if clock is not None:
+            self._mtime = clock
+            return
         try:
             mtime = path.stat().st_mtime
         except OSError:

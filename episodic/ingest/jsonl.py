@@ -1,16 +1,26 @@
-"""Generic JSONL: one turn a line, `{user_id, stream_id, role, text, ts, kind?, meta?}`.
+"""Generic JSONL: one turn a line, `{user_id, stream_id, role, text, ts, kind?, meta?, id?}`.
 
 `ts` is ISO 8601 or epoch seconds; without it the turn gets the synthetic
-clock. The default stream is the file stem. A turn's id comes from its
-stream, line number and content (role, text, `ts`), never from the file's path.
+clock. The default stream is the file stem. A turn's id comes from its stream,
+line number and content (role, text, `ts`), never from the file's path.
+
+`parse_objects` checks the same records arriving as JSON objects (the HTTP
+API, the MCP `remember` tool): the one validator for both. There a record's
+`id` (the client's turn id) names the turn; without one it is keyed by its
+content and `ts` alone, so a retried batch maps to the same ids however it
+is split.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
 
-from episodic.ingest.common import Context, json_lines
-from episodic.models import Rejected, TurnIn
+from episodic.ingest.common import Context, Options, ParseStats, check_tree, json_lines, raw_of
+from episodic.models import Rejected, TurnIn, stable_id
 
 
 def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
@@ -19,25 +29,73 @@ def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
             yield item
             continue
         line_no, raw, obj = item
-        if not isinstance(obj, dict):
-            yield ctx.reject(line_no, raw, f"expected a JSON object, got {type(obj).__name__}")
-            continue
-        if "role" not in obj:
-            yield ctx.reject(line_no, raw, "missing field: role")
-            continue
-        meta = obj.get("meta")
-        if meta is not None and not isinstance(meta, dict):
-            yield ctx.reject(line_no, raw, f"meta must be an object, got {type(meta).__name__}")
-            continue
-        yield ctx.turn(
-            line_no=line_no,
-            raw=raw,
-            position=f"L{line_no}",
-            role=obj["role"],
-            text=obj.get("text", obj.get("content")),
-            ts=obj.get("ts", obj.get("timestamp")),
-            user_id=obj.get("user_id"),
-            stream_id=obj.get("stream_id"),
-            kind=obj.get("kind"),
-            meta=meta,
+        yield record(ctx, line_no, raw, obj, f"L{line_no}")
+
+
+def record(
+    ctx: Context, line_no: int, raw: bytes, obj: Any, position: str | None, label: str | None = None
+) -> TurnIn | Rejected:
+    """One generic record as a turn, or why not. `position` None (objects, not
+    lines): the record's `id` names it, else its content."""
+    if not isinstance(obj, dict):
+        why = f"expected a JSON object, got {type(obj).__name__}"
+        return ctx.reject(line_no, raw, why, label=label)
+    if "role" not in obj:
+        return ctx.reject(line_no, raw, "missing field: role", label=label)
+    meta = obj.get("meta")
+    if meta is not None and not isinstance(meta, dict):
+        why = f"meta must be an object, got {type(meta).__name__}"
+        return ctx.reject(line_no, raw, why, label=label)
+    native = obj.get("id") if position is None else None
+    if native is not None and not (isinstance(native, str) and 0 < len(native.strip()) <= 512):
+        why = "id must be a non-blank string of at most 512 chars"
+        return ctx.reject(line_no, raw, why, label=label)
+    text = obj.get("text", obj.get("content"))
+    ts = obj.get("ts", obj.get("timestamp"))
+    if position is None:
+        position = native or "c:" + stable_id(
+            "record", json.dumps([obj.get("role"), text, ts], default=str)
         )
+    return ctx.turn(
+        line_no=line_no,
+        raw=raw,
+        position=position,
+        native_id=native,
+        role=obj["role"],
+        text=text,
+        ts=ts,
+        user_id=obj.get("user_id"),
+        stream_id=obj.get("stream_id"),
+        kind=obj.get("kind"),
+        meta=meta,
+        label=label,
+    )
+
+
+def parse_objects(
+    objs: Sequence[Any],
+    *,
+    user_id: str,
+    source: str,
+    now: datetime,
+    default_stream: str = "api",
+    max_turn_chars: int = 200_000,
+) -> tuple[ParseStats, list[TurnIn | Rejected]]:
+    """Records already decoded (one request's batch) as turns and rejects, in
+    order; a Rejected's `line_no` is the record's index. `user_id` overrides
+    any `user_id` a record names: the caller is the authority on the tenant."""
+    stats = ParseStats(format="jsonl", total_bytes=0)
+    opts = Options(user_id=user_id, stream_id=None, max_turn_chars=max_turn_chars, now=now)
+    ctx = Context(Path(default_stream), opts, stats, source=source, clock=now)
+    out: list[TurnIn | Rejected] = []
+    for i, obj in enumerate(objs):
+        raw = raw_of(obj)
+        why = check_tree(obj)
+        if why:
+            out.append(ctx.reject(i, raw, why, user_id, label=f"item {i}"))
+            continue
+        item = record(ctx, i, raw, obj, None, label=f"item {i}")
+        if isinstance(item, Rejected) and not item.user_id:
+            item = item.model_copy(update={"user_id": user_id})  # quarantined under the tenant
+        out.append(item)
+    return stats, out
