@@ -13,7 +13,6 @@ import os
 import sys
 from typing import Any, NoReturn
 
-import click
 import typer
 from typer.core import TyperCommand
 
@@ -43,10 +42,10 @@ class FlagHelpCommand(TyperCommand):
     """A command whose on/off flags show no value type in `--help` (typer
     0.29 prints `<bool>` after `--json`, as if it took a value)."""
 
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        params = super().get_params(ctx)
+    def get_params(self, ctx: Any) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)
         for p in params:
-            if isinstance(p, click.Option) and p.is_flag and p.metavar is None:
+            if getattr(p, "is_flag", False) and p.metavar is None:
                 p.metavar = ""
         return params
 

@@ -13,11 +13,12 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.guard import GuardedTyper, preflight
+from cli.options import require_user, show_progress, spinner
 
 # exit codes: episodic.errors.ExitCode; settings checked first: cli.guard
 app = GuardedTyper(add_completion=False, no_args_is_help=True, help=__doc__)
 app.callback()(preflight)
-eval_app = typer.Typer(no_args_is_help=True, help="Measure against public data with ground truth.")
+eval_app = GuardedTyper(no_args_is_help=True, help="Measure against public data with ground truth.")
 app.add_typer(eval_app, name="eval")
 console = Console()
 err = Console(stderr=True)
@@ -41,9 +42,22 @@ def ingest(
     ),
     user: str | None = typer.Option(None, "--user", help="user id (overrides the source)"),
     stream: str | None = typer.Option(None, "--stream", help="stream id (overrides the source)"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(
+        False, "--json", help="print the report as JSON, each rejected line with its reason"
+    ),
 ) -> None:
-    """Append a transcript to the immutable raw log (idempotent)."""
+    """Append a transcript to the immutable raw log (idempotent).
+
+    Generic JSONL (--format jsonl) is one turn a line: `role` (required: user,
+    assistant, tool or system; human/ai/model/bot/function/developer are
+    accepted as aliases), `text` (or `content`), `ts` (or `timestamp`: ISO 8601
+    or epoch seconds; default: a synthetic clock), `user_id`, `stream_id`
+    (default: the file's stem), `kind` (optional: user-question,
+    user-correction, assistant-answer, tool-call, tool-error, tool-success,
+    system-event, other; derived when absent) and `meta` (an object). A line
+    that is not such an object is rejected with its line number and reason
+    and kept whole in the rejected_input table (`episodic rejected --user U`);
+    the command then exits 1."""
     from rich.progress import Progress
 
     from episodic.errors import IngestError
@@ -88,6 +102,7 @@ def ingest(
                 "skipped_derived": report.skipped_derived,
                 "format": report.format,
                 "streams": report.streams,
+                "rejected_lines": [{"line": n, "reason": r} for n, r in report.rejects],
             }
         )
     else:
@@ -112,7 +127,8 @@ def consolidate(
     """Run the consolidate flow now (ephemeral Prefect API, or PREFECT_API_URL)."""
     from flows.consolidate import consolidate as flow
 
-    summary = flow(user=user, flush=flush)
+    with spinner("consolidating", show_progress(as_json)):
+        summary = flow(user=user, flush=flush)
     if as_json:
         _json(summary)
         return
@@ -132,7 +148,9 @@ def episodes(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """List a user's episodes: turn range, why it was cut, salience, summary."""
-    eps = _rt().episodes.list(user, stream)
+    rt = _rt()
+    require_user(rt, user)
+    eps = rt.episodes.list(user, stream)
     if as_json:
         _json(
             [
@@ -184,7 +202,9 @@ def facts(
     """A user's facts; --all shows the whole history with validity intervals."""
     from episodic.models import utc
 
-    repo = _rt().facts
+    rt = _rt()
+    require_user(rt, user)
+    repo = rt.facts
     rows = repo.as_of(user, utc(as_of)) if as_of else repo.list(user, include_inactive=all_rows)
     if as_json:
         _json([f.model_dump(exclude={"vector"}) for f in rows])
@@ -210,7 +230,9 @@ def history(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Every ADD / UPDATE / DELETE / NOOP decision on a fact and its chain."""
-    repo = _rt().facts
+    rt = _rt()
+    require_user(rt, user)
+    repo = rt.facts
     full = [
         f.fact_id for f in repo.list(user, include_inactive=True) if f.fact_id.startswith(fact_id)
     ]
@@ -300,7 +322,8 @@ def eval_segment(
     if not path.exists():
         err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
         raise typer.Exit(2)
-    res = run_segment_eval(dataset, str(path), make_embedder(embedder), limit=limit)
+    with spinner(f"evaluating on {dataset}", show_progress(as_json)):
+        res = run_segment_eval(dataset, str(path), make_embedder(embedder), limit=limit)
     if as_json:
         _json(res)
         return
@@ -327,7 +350,10 @@ def eval_locomo(
     if not path.exists():
         err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
         raise typer.Exit(2)
-    res = run_locomo_eval(path, ks=[int(x) for x in k.split(",")], budget=budget, embedder=embedder)
+    with spinner("evaluating on LoCoMo", show_progress(as_json)):
+        res = run_locomo_eval(
+            path, ks=[int(x) for x in k.split(",")], budget=budget, embedder=embedder
+        )
     if as_json:
         _json(res)
         return
@@ -358,7 +384,8 @@ def bench(
     """Run a benchmark; prints its figures beside their targets."""
     from bench.run import run_bench
 
-    res = run_bench(name, turns=turns)
+    with spinner(f"benchmark {name}", show_progress(as_json)):
+        res = run_bench(name, turns=turns)
     if as_json:
         _json(res)
     else:

@@ -1,4 +1,5 @@
-"""Operator commands (status, doctor, plot, serve). Registered on the main app."""
+"""Operator commands (status, doctor, plot, serve, rejected, export, import).
+Registered on the main app."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from cli.guard import fail
+from cli.options import require_user
+from episodic.errors import ExitCode
 
 console = Console()
 err = Console(stderr=True)
@@ -28,7 +33,10 @@ def status(
     from cli.status import human_age, stream_status
     from tasks.runtime import get_runtime
 
-    rows = stream_status(get_runtime(), user)
+    rt = get_runtime()
+    if user is not None:
+        require_user(rt, user)
+    rows = stream_status(rt, user)
     if as_json:
         _json([r.as_dict() for r in rows])
         return
@@ -78,6 +86,8 @@ def doctor(
     from tasks.runtime import get_runtime
 
     rt = get_runtime()
+    if user is not None:
+        require_user(rt, user)
     report = run_doctor(rt.raw, rt.checkpoints, rt.episodes, user, repair=repair)
     if as_json:
         _json(report.as_dict())
@@ -131,6 +141,87 @@ def plot(
     )
 
 
+def rejected(
+    user: str = typer.Option(..., "--user"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Input lines ingest refused, kept whole: source, line number, reason."""
+    from tasks.runtime import get_runtime
+
+    rt = get_runtime()
+    require_user(rt, user)
+    rows = sorted(
+        rt.raw.rejected(user), key=lambda r: (str(r["source"]), int(r["line_no"]), r["at"])
+    )
+    if as_json:
+        _json(
+            [
+                {
+                    "reject_id": r["reject_id"],
+                    "stream_id": r["stream_id"],
+                    "source": r["source"],
+                    "line": r["line_no"],
+                    "reason": r["reason"],
+                    "raw": bytes(r["raw"]).decode("utf-8", errors="replace"),
+                    "at": r["at"],
+                }
+                for r in rows
+            ]
+        )
+        return
+    t = Table(title=f"rejected input of {user}")
+    for col in ("source", "line", "reason", "raw"):
+        t.add_column(col)
+    for r in rows:
+        raw = bytes(r["raw"]).decode("utf-8", errors="replace")
+        t.add_row(str(r["source"]), str(r["line_no"]), str(r["reason"]), raw[:60])
+    console.print(t)
+
+
+def export(
+    user: str = typer.Option(..., "--user"),
+    out: Path = typer.Option(..., "--out", help="directory to write (created)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Write a user's raw turns, episodes, facts and their history, reflections,
+    checkpoints and rejected input as Parquet (one file a table) to --out."""
+    from storage.transfer import export_user
+    from tasks.runtime import get_runtime
+
+    rt = get_runtime()
+    require_user(rt, user)
+    report = export_user(rt.store, user, out)
+    if as_json:
+        _json(report.as_dict())
+        return
+    console.print(f"exported {user} to {out}")
+    for name, n in report.rows.items():
+        console.print(f"  {name:18} {n:>8}")
+
+
+def import_(
+    src: Path = typer.Argument(..., help="a directory `episodic export` wrote"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Load an export into this store, same ids; importing twice equals once."""
+    from storage.transfer import TransferError, import_dir
+    from tasks.runtime import get_runtime
+
+    rt = get_runtime()
+    try:
+        report = import_dir(rt.store, src)
+    except TransferError as e:
+        fail(ExitCode.USAGE, str(e))
+    rt.store.ensure_indexes()
+    if as_json:
+        _json(report.as_dict())
+        return
+    console.print(f"imported {report.user_id} from {src}")
+    for name, n in report.rows.items():
+        new, upd = report.inserted.get(name, 0), report.updated.get(name, 0)
+        console.print(f"  {name:18} {n:>8}  new {new}, already there {upd}")
+
+
 def serve(
     limit: int | None = typer.Option(None, "--limit", help="most flow runs at once"),
 ) -> None:
@@ -158,3 +249,6 @@ def register(app: typer.Typer) -> None:
     app.command()(doctor)
     app.command()(plot)
     app.command()(serve)
+    app.command()(rejected)
+    app.command()(export)
+    app.command("import")(import_)

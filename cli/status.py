@@ -6,10 +6,9 @@ that touched the stream with its final state."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from episodic.models import now_utc
-from storage import filters
 from tasks.runtime import Runtime
 
 
@@ -40,45 +39,78 @@ class StreamStatus:
 
 
 def stream_status(rt: Runtime, user_id: str | None = None) -> list[StreamStatus]:
-    """Status of every stream (of one user when given). Each query is scoped to
-    a user through storage.filters."""
+    """Status of every stream (of one user when given): the stream heads, the
+    checkpoints and the episodes read as Arrow columns and joined in polars.
+    Each read is scoped to the user through storage.filters."""
+    import polars as pl
+
+    from storage.frames import frame
+
     now = now_utc()
-    heads = rt.raw.streams(user_id)
-    marks = {(c.user_id, c.stream_id): c for c in rt.checkpoints.all(user_id)}
+    rt.raw.streams(user_id)  # repairs a stale head before it is read
+    keys = ["user_id", "stream_id"]
+    heads = pl.from_arrow(
+        frame(rt.store, "streams", user_id, [*keys, "head_seq", "n_turns", "last_event_ts"])
+    )
+    marks = pl.from_arrow(
+        frame(
+            rt.store,
+            "segmenter_state",
+            user_id,
+            [*keys, "watermark", "open_turn_ids", "updated_at", "last_run", "last_run_state"],
+        )
+    ).with_columns(pl.col("open_turn_ids").list.len().alias("open_episode_turns"))
+    episodes = (
+        pl.from_arrow(frame(rt.store, "episodes", user_id, keys)).group_by(keys).len("episodes")
+    )
+    assert isinstance(heads, pl.DataFrame) and isinstance(marks, pl.DataFrame)
+    table = (
+        heads.join(marks.drop("open_turn_ids"), on=keys, how="left")
+        .join(episodes, on=keys, how="left")
+        .with_columns(
+            pl.col("watermark").fill_null(-1),
+            pl.col("open_episode_turns").fill_null(0),
+            pl.col("episodes").fill_null(0),
+            pl.col("last_run").fill_null(""),
+            pl.col("last_run_state").fill_null(""),
+        )
+        .with_columns((pl.col("head_seq") - pl.col("watermark")).clip(0).alias("behind"))
+        .sort(keys)
+    )
     out: list[StreamStatus] = []
-    for h in heads:
-        cp = marks.get((h.user_id, h.stream_id))
-        watermark = cp.watermark if cp else -1
-        behind = max(0, h.head_seq - watermark)
+    for r in table.iter_rows(named=True):
         age: float | None = None
         oldest_event: datetime | None = None
-        if behind:
-            first = rt.raw.read(h.user_id, h.stream_id, watermark, watermark + 1)
+        if r["behind"]:
+            w = int(r["watermark"])
+            first = rt.raw.read(r["user_id"], r["stream_id"], w, w + 1)
             if first:
                 age = round((now - first[0].ingest_ts).total_seconds(), 1)
                 oldest_event = first[0].event_ts
-        n_eps = int(
-            rt.episodes.table.count_rows(filters.sql(filters.stream(h.user_id, h.stream_id)))
-        )
         out.append(
             StreamStatus(
-                user_id=h.user_id,
-                stream_id=h.stream_id,
-                raw_turns=h.n_turns,
-                head_seq=h.head_seq,
-                watermark=watermark,
-                unprocessed_turns=behind,
+                user_id=r["user_id"],
+                stream_id=r["stream_id"],
+                raw_turns=int(r["n_turns"]),
+                head_seq=int(r["head_seq"]),
+                watermark=int(r["watermark"]),
+                unprocessed_turns=int(r["behind"]),
                 oldest_unprocessed_age_s=age,
                 oldest_unprocessed_event_ts=oldest_event,
-                open_episode_turns=len(cp.open_turn_ids) if cp else 0,
-                episodes=n_eps,
-                last_event_ts=h.last_event_ts,
-                checkpoint_updated_at=cp.updated_at if cp else None,
-                last_run=cp.last_run if cp else "",
-                last_run_state=cp.last_run_state if cp else "",
+                open_episode_turns=int(r["open_episode_turns"]),
+                episodes=int(r["episodes"]),
+                last_event_ts=_aware(r["last_event_ts"]),
+                checkpoint_updated_at=_aware(r["updated_at"]),
+                last_run=r["last_run"],
+                last_run_state=r["last_run_state"],
             )
         )
     return out
+
+
+def _aware(ts: datetime | None) -> datetime | None:
+    """The tables store naive UTC; status reports aware datetimes."""
+    return ts.replace(tzinfo=UTC) if ts is not None and ts.tzinfo is None else ts
 
 
 def human_age(seconds: float | None) -> str:

@@ -13,6 +13,7 @@ from episodic.models import Rejected, TurnIn
 from storage.raw import AppendResult, RawLog
 
 BATCH = 2_000
+LISTED = 10_000  # rejected lines a report lists one by one (all are counted and kept)
 
 
 @dataclass
@@ -25,6 +26,8 @@ class IngestReport:
     skipped_derived: int = 0
     first_reasons: list[str] = field(default_factory=list)
     streams: list[str] = field(default_factory=list)
+    # (line number, reason) of each rejected line, the first LISTED of them
+    rejects: list[tuple[int, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -36,6 +39,7 @@ class IngestReport:
             "skipped_derived": self.skipped_derived,
             "first_reasons": self.first_reasons[:5],
             "streams": self.streams,
+            "rejected_lines": [{"line": n, "reason": r} for n, r in self.rejects],
         }
 
 
@@ -86,6 +90,8 @@ def ingest_file(
             report.rejected += 1
             if len(report.first_reasons) < 5:
                 report.first_reasons.append(f"line {item.line_no}: {item.reason}")
+            if len(report.rejects) < LISTED:
+                report.rejects.append((item.line_no, item.reason))
         else:
             turns.append(item)
             streams.add(item.stream_id)
