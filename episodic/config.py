@@ -53,8 +53,8 @@ class Settings(HomeSettings):
     llm_cache: bool = True
     llm_mode: str = "tools"  # instructor's mode for openai: tools, json or json_schema
     # the providers' own variable names, without the prefix
-    anthropic_api_key: SecretStr | None = Field(None, validation_alias="ANTHROPIC_API_KEY")
-    openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")
+    anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
+    openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
 
     embedder: Literal["minilm", "onnx-int8", "static", "hash"] = "minilm"
     domain: Literal["general", "coding", "sre"] = "general"

@@ -32,7 +32,7 @@ import numpy as np
 from episodic.errors import LLMError, SegmenterStateError
 from episodic.segment.base import array_from_json, array_to_json, finite
 from episodic.segment.bocpd import ChangePoint, Surprisal
-from episodic.segment.config import DetectorConfig
+from episodic.segment.config import DetectorConfig as DetectorConfig  # re-exported
 from episodic.segment.episode import OpenEpisode, centroid, parse_ts
 from episodic.segment.pending import Pending
 from episodic.segment.semantic import SemanticShift
