@@ -31,7 +31,7 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check episodic storage tasks flows cli bench tests
 	$(VENV)/bin/ruff format --check episodic storage tasks flows cli bench tests
-	$(VENV)/bin/mypy episodic storage
+	$(VENV)/bin/mypy episodic storage tasks flows cli
 
 bench: install
 	EPISODIC_HOME=$(HOME_DIR) $(VENV)/bin/episodic bench all
