@@ -1,10 +1,13 @@
-"""The yardstick: the same realistic turns through a naive loop in the style of
-the seed design (its `Segmentor.observe`): encode one turn at a time, check a
-15-turn floor and the cosine distance to the mean of the last five turns
-(threshold 0.45), and on a cut encode the episode text and add one row to
-LanceDB. The seed's LLM prediction check and salience call are left out (no
-network here), which makes the yardstick faster than the seed, so the speedup
-reported is a lower bound."""
+"""The yardstick: the same realistic turns through seed 000's loop as written
+(`Segmentor.observe`): per user, append the turn and its embedding (one encode
+per turn) to the open segment first, then cut when the segment holds 15 turns
+or when the cosine distance of the turn to the mean of the segment's last five
+embeddings, itself included, exceeds 0.45; a cut closes the segment without
+the new turn, which opens the next. Closing encodes the transcript's first 500
+characters and adds one row to LanceDB. The seed's LLM calls (the
+prediction-error check every 4th turn, salience, summary) are left out: no
+network here, so the yardstick is faster than the seed and the speedup a
+lower bound."""
 
 from __future__ import annotations
 
@@ -59,21 +62,20 @@ def naive_loop(texts: list[tuple[str, str, str]], embedder: Any, db_dir: Path) -
     for user, role, text in texts:
         turns, embeds = open_.setdefault(user, ([], []))
         emb = embedder.embed([text])[0]  # one turn at a time, as the seed does
-        cut = False
-        if len(turns) >= MAX_SEGMENT_TURNS:
-            cut = True
-        elif embeds:
+        turns.append(f"{role}: {text}")  # the seed appends first, then compares
+        embeds.append(emb)
+        cut = len(turns) >= MAX_SEGMENT_TURNS
+        if not cut:
             running = np.mean(embeds[-5:], axis=0)
             cos = float(
                 np.dot(running, emb) / (np.linalg.norm(running) * np.linalg.norm(emb) + 1e-9)
             )
             cut = 1.0 - cos > SEMANTIC_SHIFT_THRESHOLD
-        if cut and turns:
-            close(user, turns)
-            turns.clear()
-            embeds.clear()
-        turns.append(f"{role}: {text}")
-        embeds.append(emb)
+        if cut:
+            if len(turns) > 1:  # the seed's close_and_persist skips an empty segment
+                close(user, turns[:-1])
+            del turns[:-1]
+            del embeds[:-1]
     for user, (turns, _) in open_.items():
         if turns:
             close(user, turns)
@@ -106,6 +108,8 @@ def bench_reference(
         "reference_turns_per_s": round(ref_tps, 1),
         "reference_seconds": round(out["seconds"], 2),
         "reference_episodes": out["episodes"],
+        "reference_turns": len(items),
+        "reference_episodes_per_1000_turns": round(1000 * out["episodes"] / len(items), 1),
         "pipeline_turns_per_s": pipeline["turns_per_s"],
         "speedup": round(speedup, 2),
         "machine": machine(),
