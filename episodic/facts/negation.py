@@ -3,7 +3,8 @@
 `is_negation_of(new, old)` is true when `new` carries an ending marker and
 what it ends is what `old` states. Markers (on the casefolded text):
 
-- "no longer X", "not X anymore", "don't / doesn't X anymore", "no more X"
+- "no longer X", "not X anymore", "don't / doesn't X anymore", "no more X",
+  "does not X", "used to X"
 - "stopped X", "quit X", "gave up X", "left X", "retired from X",
   "moved out of X", "cancelled X", "dropped X"
 - "sold X", "gave away X", "got rid of X"
@@ -25,7 +26,8 @@ import re
 from episodic.facts.normalize import stem, words
 
 _MARKERS = re.compile(
-    r"n't\b.*\banymore\b|\b(?:no longer|not\b.*\banymore|not any ?more|no more|"
+    r"n't\b.*\banymore\b|\b(?:no longer|used to|does not|doesn't|"
+    r"not\b.*\banymore|not any ?more|no more|"
     r"stopped|quit|gave up(?: on)?|left|retired from|moved out of|cancell?ed|dropped|"
     r"sold|gave away|got rid of|died|passed away|is dead|was put down|forget that)\b"
 )
@@ -37,7 +39,7 @@ _STOP = frozenset(
     last week weeks month months year years day days ago yesterday today recently just
     now already anymore any more longer no not don't doesn't didn't never
     stopped quit gave give up left retired moved sold away got rid died passed dead
-    put down cancelled canceled dropped forget
+    put down cancelled canceled dropped forget does used
     """.split()
 )
 _VERBS = frozenset(

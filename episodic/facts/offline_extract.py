@@ -1,260 +1,200 @@
-"""The offline fact extractor: deterministic patterns over the user's own words.
+"""The offline fact extractor: deterministic rules over the user's own words.
 
-Only turns with role "user" are read (an assistant's guess about the user is
-not evidence). Each turn is split into sentences (at . ! ? ; and newlines,
-and before ", and I" / "but we" style joins); a sentence that is a question
-(ends with "?" or opens with a question word, "if", "would" ...) is skipped.
-Lead-ins such as "so", "btw", "actually" are dropped. Then the first pattern
-that matches the start of the sentence gives one fact, rewritten in the
-third person with "User" or "Team" as its subject:
+Only turns with role "user" are read (an assistant's statement about itself
+or its guess about the user is not evidence), and inside them lines quoted
+from someone else ("> ...", "Assistant: ...", text in double quotes) are
+skipped. Each turn is cut into clauses:
 
-=====================================  =================================
-sentence                               fact
-=====================================  =================================
-I live in X / I'm living in X          User lives in X
-I moved / relocated to X               User moved to X (Team switched
-                                       to X when X is a known tool)
-I'm from X                             User is from X
-my name is X / call me X               User's name is X
-I'm N (years old)                      User is N years old
-my X is Y / my X are Y                 User's X is Y
-I have / own / got a S named N         User has a S named N
-I have / own X                         User has X
-I like / love / prefer / enjoy /       User likes / loves ... X
-hate / dislike X
-I work at / for / as / on X            User works at / for / as / on X
-I use X / we use X                     User uses X / Team uses X
-we switched / migrated / moved to X    Team switched to X
-I'm planning / going to X; I plan to   User is planning to X
-I / we decided to X                    User / Team decided to X
-I no longer X / I don't X anymore      User no longer Xs
-I stopped / quit X; we stopped X       User / Team stopped X
-I sold my X                            User sold their X
-(my) X died / passed away              X died (User's X died)
-I'm a / an X                           User is a / an X
-=====================================  =================================
+1. sentences, at . ! ? ; and newlines;
+2. a preface ending in a colon ("Quick intro:", "Reminder for you:",
+   "Correction:") and lead-ins ("so", "btw", "actually", "hi") are dropped;
+3. a sentence is split before "and / but / so" + a subject ("..., and I ..."),
+   and before "and" + a bare verb, which inherits the subject ("I live in
+   Paris and work as a data engineer" -> two clauses);
+4. a question ("?" or a question word first) or a hypothetical ("if ...")
+   gives nothing;
+5. a clause opening with "he" / "she" / "it" is read as being about the one
+   relative or pet the same turn named before ("My sister Ana lives in Rome.
+   She is a nurse."); with none or several named, it gives nothing.
 
-Pronouns inside the rest are shifted (my -> their, me -> them, our -> their),
-and the fact is cut at 200 characters. Objects that carry no fact ("I like
-it", "I have a question") are skipped. Each fact is supported by the index
-of the turn it came from.
+Each clause then goes through the rule table of `offline_rules` (first match
+decides; one clause may give two facts: "I'm a nurse at St Mary's" gives the
+occupation and the employer). Facts are cut at 200 characters. Within one
+episode, facts that fill the same slot with the same value are one fact
+(the later wording kept, both turns cited): "I moved to Berlin last month, so
+I live in Berlin now" gives "User lives in Berlin".
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from episodic.facts.slots import tool_name
+from episodic.facts.offline_rules import RELATIONS, RULES
+from episodic.facts.slots import parse_slot
 from episodic.facts.types import FactTurn
 
 MAX_FACT_CHARS = 200
 
-_SPLIT = re.compile(
-    r"(?<=[.!?;])\s+|\n+|,?\s+(?=(?:and|but|so) (?:i|i'm|we|my|our)\b)"
-    r"|,\s+(?=(?:i|i'm|we|my|our)\s)",
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
+_CLAUSES = re.compile(
+    r",?\s+(?=(?:and|but|so|plus) (?:i|i'm|i've|i'd|we|we're|my|our)\b)"
+    r"|,\s+(?=(?:(?:these days|nowadays|now|today|but now|since then),? )?"
+    r"(?:i|i'm|i've|we|we're|my|our)\s)",
     re.I,
 )
+_BARE_VERB = re.compile(
+    r",?\s+and (?=(?:also |now |currently )?(?:live|work|have|own|use|love|like|prefer|enjoy|"
+    r"hate|moved|relocated|joined|got|adopted|drive|speak|play|study|am|'m)\b)",
+    re.I,
+)
+_PREFACE = re.compile(r"^(?:[A-Za-z][\w'’ -]{0,40}):\s+(?=\S)")
 _LEAD_IN = re.compile(
-    r"^(?:(?:so|well|also|actually|btw|by the way|oh|and|but|anyway|fyi|hey|hi|ok|okay|"
-    r"yeah|yes|no|sure|right|true|honestly|just so you know|for context|for the record|"
-    r"quick note)[,:!]?\s+)+",
+    r"^(?:(?:so|well|also|actually|btw|by the way|oh|and|but|anyway|fyi|hey|hi|hello|ok|okay|"
+    r"yeah|yes|no|nope|sure|right|true|honestly|just so you know|for context|for the record|"
+    r"quick note|quick update|update|heads up|big news|news|correction|sorry|oops|"
+    r"to be clear|to clarify|as i said|as mentioned|basically|plus|(?:last|next|this) "
+    r"(?:week|month|year|weekend)|recently|lately|these days|nowadays|today|yesterday|"
+    r"tomorrow)[,:!]?\s+)+",
     re.I,
 )
 _QUESTION = re.compile(
     r"^(?:what|how|why|who|whom|whose|where|when|which|can|could|would|should|will|"
-    r"shall|do|does|did|is|are|was|were|am|may|might|if|whether|unless|suppose|imagine)\b",
+    r"shall|do|does|did|is|are|was|were|am|may|might|if|whether|unless|suppose|imagine|"
+    r"maybe|perhaps|let's|lets|you|your|you're)\b",
     re.I,
 )
-_EMPTY_OBJECT = re.compile(
-    r"^(?:it|that|this|these|those|you|your|them|to|an? (?:question|problem|issue|idea|"
-    r"doubt|feeling|minute|second|moment|look|sec)|no idea|some questions?)\b",
-    re.I,
+_QUOTED_LINE = re.compile(r"^\s*(?:>|(?:assistant|ai|bot|claude|gpt|chatgpt|model)\s*:)", re.I)
+_QUOTES = re.compile(r"\"[^\"]*\"|“[^”]*”")
+_ANTECEDENT = re.compile(
+    rf"\b(?:[Mm]y|[Oo]ur) (?P<a>(?:{RELATIONS})(?: (?:named|called) [A-Z][\w-]+| [A-Z][\w-]+)?)\b"
 )
-_PRONOUNS = {"my": "their", "mine": "theirs", "me": "them", "myself": "themselves",
-             "our": "their", "ours": "theirs", "us": "them", "ourselves": "themselves",
-             "i": "they", "i'm": "they are", "we": "they", "we're": "they are"}  # fmt: skip
-_PRONOUN_RE = re.compile(r"\b(?:i'm|we're|my|mine|me|myself|our|ours|us|ourselves|i|we)\b", re.I)
-_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
-
-
-def _third_person(verb: str) -> str:
-    low = verb.casefold()
-    if low in _IRREGULAR:
-        return _IRREGULAR[low]
-    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
-        return verb + "es"
-    if re.search(r"[^aeiou]y$", low):
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-def _shift(text: str) -> str:
-    def swap(m: re.Match[str]) -> str:
-        return _PRONOUNS[m.group(0).casefold()]
-
-    out = _PRONOUN_RE.sub(swap, text)
-    return " ".join(out.split()).rstrip(" ,.!;:-")
-
-
-def _first_verb_third_person(rest: str) -> str:
-    head, _, tail = rest.partition(" ")
-    return f"{_third_person(head)} {tail}".strip()
-
-
-Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]]
-
-_I = r"i(?:'m| am)"
-_WE = r"(?:we|our team|the team)"
-
-
-# a trailing clause is context, not part of the fact ("..., so schedule ...")
-_TAIL = re.compile(
-    r",\s*(?:so|because|but|which|since|and|as)\b.*$"
-    r"|\s+(?:and|but) (?:he|she|it|they|we|i|i'm)\b.*$"
-    r"|\s+(?:because|since|so that)\b.*$",
-    re.I,
+_PRONOUN_START = re.compile(r"^(?P<p>he|she|it)(?P<be>'s)?\b", re.I)
+_HAVE_NAMED = re.compile(
+    rf"\b(?:have|got|adopted|own) (?:an? )(?P<a>(?:{RELATIONS})) (?:named|called) "
+    r"(?P<n>[A-Z][\w-]+)"
 )
 
 
-def _obj(m: re.Match[str], group: str = "x") -> str | None:
-    x = _shift(_TAIL.sub("", m[group]))
-    return None if not x or _EMPTY_OBJECT.match(x) else x
+def _clauses(sentence: str) -> list[str]:
+    out: list[str] = []
+    for part in _CLAUSES.split(sentence):
+        pieces = _BARE_VERB.split(part)
+        subject = ""
+        for k, piece in enumerate(pieces):
+            piece = piece.strip()
+            if k == 0:
+                low = piece.casefold()
+                low = _LEAD_IN.sub("", _PREFACE.sub("", low)).strip()
+                subject = (
+                    "I" if re.match(r"i\b|i'm\b", low) else ("we" if re.match(r"we\b", low) else "")
+                )
+                out.append(piece)
+            elif subject:
+                verb = piece.split(" ", 1)[0].casefold()
+                if verb in ("am", "'m"):
+                    out.append(f"I'm {piece.split(' ', 1)[1] if ' ' in piece else ''}")
+                else:
+                    out.append(f"{subject} {piece}")
+            else:
+                out[-1] = f"{out[-1]} and {piece}"
+    return out
 
 
-def _moved(m: re.Match[str]) -> str | None:
-    x = _obj(m)
-    if x is None:
-        return None
-    return f"Team switched to {x}" if tool_name(x) else f"User moved to {x}"
+def _clean(clause: str) -> str:
+    s = clause.strip().replace("\u2019", "'")
+    for _ in range(3):
+        before = s
+        s = _PREFACE.sub("", s).strip()
+        s = _LEAD_IN.sub("", s).strip()
+        if s == before:
+            break
+    return s
 
 
-def _with(
-    build: Callable[[re.Match[str], str], str],
-) -> Callable[[re.Match[str]], str | None]:
-    """A rule that shifts and checks the object (group "x") before `build` sees it."""
-
-    def rule(m: re.Match[str]) -> str | None:
-        x = _obj(m)
-        return None if x is None else build(m, x)
-
-    return rule
-
-
-def _fmt(template: str, group: str = "x") -> Callable[[re.Match[str]], str | None]:
-    def build(m: re.Match[str]) -> str | None:
-        x = _obj(m, group)
-        return None if x is None else template.format(x=x, v=m.groupdict().get("v", ""))
-
-    return build
-
-
-def _died(prefix: str) -> Callable[[re.Match[str]], str | None]:
-    def build(m: re.Match[str]) -> str | None:
-        when = _shift(m["t"])
-        return f"{prefix}{_shift(m['x'])} {m['v'].lower()}" + (f" {when}" if when else "")
-
-    return build
-
-
-def _subject(m: re.Match[str]) -> str:
-    return "User" if m["s"].casefold() == "i" else "Team"
-
-
-_RULES: tuple[Rule, ...] = tuple(
-    (re.compile(p, re.I), f)
-    for p, f in (
-        (rf"^(?:i live|{_I} (?:now )?living|{_I} based) in (?P<x>.+)", _fmt("User lives in {x}")),
-        (r"^(?:i|we) (?:just |recently |have )?(?:moved|relocated) to (?P<x>.+)", _moved),
-        (
-            rf"^{_WE} (?:have )?(?:switched|migrated|moved) (?:over )?(?:from .+? )?to (?P<x>.+)",
-            _fmt("Team switched to {x}"),
-        ),
-        (rf"^{_I} (?:originally )?from (?P<x>.+)", _fmt("User is from {x}")),
-        (r"^(?:my name is|call me) (?P<x>.+)", _fmt("User's name is {x}")),
-        (rf"^{_I} (?P<x>\d{{1,3}})(?: years? old)?$", _fmt("User is {x} years old")),
-        (
-            r"^my (?P<a>[\w' -]{1,40}?) (?P<v>is|are) (?P<x>.+)",
-            _with(lambda m, x: f"User's {m['a']} {m['v']} {x}"),
-        ),
-        (
-            r"^i (?:have|own|got|adopted) (?P<x>(?:an? )?\w+ (?:named|called) \w+.*)",
-            _fmt("User has {x}"),
-        ),
-        (r"^i (?:have|own) (?P<x>.+)", _fmt("User has {x}")),
-        (
-            r"^i (?:really )?(?P<v>like|love|prefer|enjoy|hate|dislike) (?P<x>.+)",
-            _with(lambda m, x: f"User {_third_person(m['v'].lower())} {x}"),
-        ),
-        (
-            r"^i work (?P<v>at|for|as|on) (?P<x>.+)",
-            _with(lambda m, x: f"User works {m['v'].lower()} {x}"),
-        ),
-        (
-            r"^(?P<s>i|we|our team) (?:mostly |mainly |now |currently )?use (?P<x>.+)",
-            _with(lambda m, x: f"{_subject(m)} uses {x}"),
-        ),
-        (
-            rf"^(?:{_I} (?:planning|going|about) to|i plan to|i intend to) (?P<x>.+)",
-            _fmt("User is planning to {x}"),
-        ),
-        (
-            r"^(?P<s>i|we|our team) (?:have |'ve |just )?decided to (?P<x>.+)",
-            _with(lambda m, x: f"{_subject(m)} decided to {x}"),
-        ),
-        (
-            r"^i no longer (?P<x>.+)",
-            _with(lambda m, x: f"User no longer {_first_verb_third_person(x)}"),
-        ),
-        (
-            r"^i (?:don't|do not) (?P<x>.+?) any ?more\b",
-            _with(lambda m, x: f"User no longer {_first_verb_third_person(x)}"),
-        ),
-        (
-            r"^(?P<s>i|we|our team) (?:have |just )?(?:stopped|quit) (?P<x>.+)",
-            _with(lambda m, x: f"{_subject(m)} stopped {x}"),
-        ),
-        (r"^i (?:just )?sold (?P<x>.+)", _fmt("User sold {x}")),
-        (r"^my (?P<x>[\w' -]{1,40}?) (?P<v>died|passed away)(?P<t>.*)", _died("User's ")),
-        (
-            r"^(?!(?:it|this|that|he|she|they|everything|something|nothing)\b)"
-            r"(?P<x>[\w'-]{1,40}) (?P<v>died|passed away)(?P<t>.*)",
-            _died(""),
-        ),
-        (rf"^{_I} (?P<x>an? (?!bit\b|little\b|tad\b|lot\b)\w.*)", _fmt("User is {x}")),
-    )
-)
+def extract_facts_of(sentence: str) -> list[str]:
+    """Every fact one clause states (none for questions and chatter)."""
+    s = _clean(sentence)
+    if not s or s.endswith("?") or _QUESTION.match(s):
+        return []
+    s = s.rstrip(" .!;:")
+    for pattern, build in RULES:
+        m = pattern.match(s)
+        if m:
+            return [f[:MAX_FACT_CHARS].rstrip() for f in build(m) if f]
+    return []
 
 
 def extract_sentence(sentence: str) -> str | None:
-    """The fact one sentence states, or None (questions and chatter give None)."""
-    s = _LEAD_IN.sub("", sentence.strip().replace("\u2019", "'")).strip()
-    if not s or s.endswith("?") or _QUESTION.match(s):
-        return None
-    s = s.rstrip(" .!;:")
-    for pattern, build in _RULES:
-        m = pattern.match(s)
-        if m:
-            fact = build(m)
-            if fact:
-                return fact[:MAX_FACT_CHARS].rstrip()
-            return None
+    """The first fact one sentence states, or None (questions and chatter give None)."""
+    for clause in _clauses(sentence):
+        facts = extract_facts_of(clause)
+        if facts:
+            return facts[0]
     return None
 
 
-def offline_extract(turns: Sequence[FactTurn]) -> list[tuple[str, list[int]]]:
-    """(fact text, [1-based index of its turn]) for every pattern match, in order.
+def _resolve(clause: str, antecedents: list[str]) -> str | None:
+    """A clause opening with he / she / it, about the one antecedent named; else None."""
+    s = _clean(clause)
+    m = _PRONOUN_START.match(s)
+    if m is None:
+        return clause
+    if len(set(antecedents)) != 1:
+        return None
+    rest = s[m.end() :].strip()
+    verb = "is " if m["be"] else ""
+    return f"my {antecedents[0]} {verb}{rest}"
 
-    The same text from several turns is one fact supported by all of them.
+
+def _turn_facts(text: str) -> list[str]:
+    facts: list[str] = []
+    antecedents: list[str] = []
+    for line in text.splitlines():
+        if _QUOTED_LINE.match(line):
+            continue
+        line = _QUOTES.sub(" ", line)
+        for sentence in _SENTENCES.split(line):
+            for clause in _clauses(sentence):
+                resolved = _resolve(clause, antecedents)
+                if resolved is None:
+                    continue
+                facts.extend(extract_facts_of(resolved))
+                for m in _HAVE_NAMED.finditer(resolved):
+                    antecedents.append(f"{m['a']} {m['n']}")
+                for m in _ANTECEDENT.finditer(resolved):
+                    antecedents.append(m["a"].replace(" named", "").replace(" called", ""))
+    return facts
+
+
+def offline_extract(turns: Sequence[FactTurn]) -> list[tuple[str, list[int]]]:
+    """(fact text, [1-based index of its turn]) for every rule match, in order.
+
+    The same text from several turns is one fact supported by all of them;
+    two facts with the same slot and value are one fact, the later wording kept.
     """
     found: dict[str, list[int]] = {}
     for index, turn in enumerate(turns, start=1):
         if turn.role != "user":
             continue
-        for sentence in _SPLIT.split(turn.text):
-            if not sentence:
-                continue
-            fact = extract_sentence(sentence)
-            if fact is not None and index not in found.setdefault(fact, []):
-                found[fact].append(index)
-    return list(found.items())
+        for fact in _turn_facts(turn.text):
+            support = found.setdefault(fact, [])
+            if index not in support:
+                support.append(index)
+    return _merge_same_slot(list(found.items()))
+
+
+def _merge_same_slot(facts: list[tuple[str, list[int]]]) -> list[tuple[str, list[int]]]:
+    out: list[tuple[str, list[int]]] = []
+    for text, support in facts:
+        sv = parse_slot(text)
+        same = next(
+            (i for i, (t, _) in enumerate(out) if sv is not None and parse_slot(t) == sv), None
+        )
+        if same is None:
+            out.append((text, support))
+        else:
+            merged = sorted(set(out[same][1]) | set(support))
+            del out[same]
+            out.append((text, merged))
+    return out

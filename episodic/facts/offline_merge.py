@@ -5,7 +5,8 @@ them, and the first rule that fires decides:
 
 1. equal after `normalize`                          -> NOOP of that candidate
 2. the new fact negates or ends it (`is_negation_of`) -> DELETE of it
-3. same slot (`slot_of`), different value          -> UPDATE of it (new text)
+3. same slot (`slot_of`), different value, the new
+   value exclusive (not "uses Rust" beside Python)   -> UPDATE of it (new text)
 4. same slot, same value                            -> NOOP of it
 5. cosine of the vectors >= dup_threshold           -> NOOP of it
 6. none of the above for any candidate              -> ADD
@@ -59,7 +60,10 @@ def merge_one(
         for cid, text, _ in candidates:
             old_slot = parse_slot(text)
             if old_slot is not None and old_slot.slot == new_slot.slot:
-                return ("NOOP" if old_slot.value == new_slot.value else "UPDATE"), cid
+                if old_slot.value == new_slot.value:
+                    return "NOOP", cid
+                if new_slot.exclusive:
+                    return "UPDATE", cid
     for cid, text, cvec in candidates:
         sim = cosine(vec, _vec(cvec))
         if sim is not None and sim >= dup_threshold:

@@ -19,10 +19,10 @@ pet:NAME       has / owns a SPECIES named / called       SPECIES
 name           (possessive) name is X; is called X       X
 origin         is from X                                 X
 age            is N (years old)                          N
-opinion:X      likes / loves / enjoys / prefers /        "+" or "-"
-               hates / dislikes X
+opinion:X      likes / loves / enjoys / prefers / wants  "+" or "-"
+               / hates / dislikes X (adverbs dropped)
 tool-for:P     uses / switched to / migrated to X        X
-               for P
+               for P (X not a known tool)
 CATEGORY       uses / switched to / migrated to /        the tool
                adopted X, X a known tool (database,
                cloud, ci, editor, language, os, ...)
@@ -30,10 +30,12 @@ tool:X         uses X, X unknown                         "used"
 ATTR           (possessive) ATTR is / are X              X
 =============  =======================================  ==========================
 
-Each slot is taken to hold one value at a time: a team that uses two
-databases will see the second supersede the first offline (the model path
-can tell the difference; history keeps both either way). Values are cut at
-time words and clauses ("Berlin last month" -> "berlin").
+Each slot is taken to hold one value at a time, except that plain use of a
+tool of a kind people combine (language, database, cache, search, frontend,
+chat) is not exclusive: "uses Rust" does not replace "uses Python", while
+"switched to Rust" does. A possessive attribute is split by the kind of
+value ("sister is a nurse" and "sister is 30" are two slots). Values are cut
+at time words and clauses ("Berlin last month" -> "berlin").
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class Slot(NamedTuple):
 class SlotValue(NamedTuple):
     slot: Slot
     value: str
+    # False when a second value may sit beside the first ("uses Python" and
+    # "uses Rust"): a different value is then news, not a replacement
+    exclusive: bool = True
 
 
 # multiword names first so "google cloud" wins over "google"
@@ -83,6 +88,8 @@ _TOOLS: dict[str, str] = {
     "slack": "chat", "discord": "chat",
     "react": "frontend", "vue": "frontend", "angular": "frontend", "svelte": "frontend",
 }  # fmt: skip
+# kinds of tool people use several of at once
+_COMBINED = frozenset({"language", "database", "cache", "search", "frontend", "chat"})
 _TOOL_NAMES = sorted(_TOOLS, key=len, reverse=True)
 # spellings of one tool, so "postgres" and "PostgreSQL" are the same value
 _ALIASES = {
@@ -104,6 +111,9 @@ _SUBJECTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
 _CUT = re.compile(
     r"\s+(?:since|now|anymore|last|this|next|ago|yesterday|today|recently|because|"
     r"but|and|with|when|after|before|as of|for now|instead)\b.*$"
+    r"|\s+(?:in|on|over|during|around) (?:the )?(?:january|february|march|april|may|june|"
+    r"july|august|september|october|november|december|spring|summer|autumn|fall|winter|"
+    r"weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d{4})\b.*$"
 )
 _BE = r"(?:is |am |are |'s |'m |'re )?"
 _V = r"(?:(?:has |have |just |recently |now |also |finally )*)"
@@ -128,7 +138,8 @@ _NAME = (
 _ORIGIN = re.compile(rf"^{_BE}(?:originally )?from (?P<v>.+)$")
 _AGE = re.compile(rf"^{_BE}(?P<v>\d{{1,3}})(?: years? old)?$")
 _OPINION = re.compile(
-    rf"^{_V}(?:really )?(?P<p>likes?|loves?|enjoys?|prefers?|hates?|dislikes?|"
+    rf"^{_V}(?:(?:really|always|usually|generally|strongly|definitely|mostly) )*"
+    r"(?P<p>likes?|loves?|enjoys?|prefers?|wants?|hates?|dislikes?|"
     r"can't stand|cannot stand|(?:is |am |are )?(?:a )?(?:big )?fans? of) (?P<v>.+)$"
 )
 _TOOL = re.compile(
@@ -211,8 +222,20 @@ def parse_slot(text: str) -> SlotValue | None:
     if possessive:
         m = _POSSESSIVE.match(rest)
         if m:
-            return sv(normalize(m["a"]), _trim(m["v"]))
+            return sv(normalize(m["a"]) + _value_kind(m["v"]), _trim(m["v"]))
     return None
+
+
+def _value_kind(value: str) -> str:
+    """A suffix that keeps "is a nurse", "is 30" and "is named X" in separate slots."""
+    v = value.strip()
+    if re.match(r"^\d{1,3}(?: years? old)?$", v):
+        return ":age"
+    if re.match(r"^(?:an?|the) ", v):
+        return ":is-a"
+    if re.match(r"^(?:named|called) ", v):
+        return ":name"
+    return ""
 
 
 def _tool_slot(subject: str, verb: str, value: str) -> SlotValue | None:
@@ -221,13 +244,15 @@ def _tool_slot(subject: str, verb: str, value: str) -> SlotValue | None:
     if not tool:
         return None
     purpose = _trim(purpose)
-    if purpose:
+    known = tool_name(tool_part) is not None
+    if purpose and not known:
         return SlotValue(Slot(subject, f"tool-for:{purpose}"), tool)
     category = _TOOLS.get(tool) or _TOOLS.get(
         next((k for k, v in _ALIASES.items() if v == tool), "")
     )
     if category is not None:
-        return SlotValue(Slot(subject, category), tool)
+        exclusive = not verb.startswith("us") or category not in _COMBINED
+        return SlotValue(Slot(subject, category), tool, exclusive)
     if verb.startswith("us"):
         return SlotValue(Slot(subject, f"tool:{tool}"), "used")
     return None

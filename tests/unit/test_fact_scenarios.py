@@ -1,0 +1,47 @@
+"""The fact scenario suite (bench/fact_cases.py) through the offline extractor
+and the real merge (`extract_facts` + `decide`, offline provider): the
+issue 16 targets, and the misses named when they are not met."""
+
+from __future__ import annotations
+
+import json
+
+from bench.fact_cases import CASES, HELD_OUT
+from bench.fact_scenarios import run_suite
+
+
+def test_suite_has_enough_cases_over_every_topic() -> None:
+    assert len(CASES) + len(HELD_OUT) >= 40
+    topics = {c.topic for c in CASES}
+    assert {"location", "work", "family", "pets", "preferences", "tools", "plans"} <= topics
+    assert "corrections" in topics and "negation" in topics
+
+
+def test_offline_suite_meets_targets() -> None:
+    report = run_suite(cases=CASES + HELD_OUT)
+    detail = json.dumps(report["failures"], indent=1)
+    assert report["recall"] >= 0.90, detail
+    assert report["wrong_supersessions"] == 0, detail
+    assert report["assistant_facts"] == 0, detail
+    assert report["precision"] >= 0.90, detail
+
+
+def test_the_issue_sentences() -> None:
+    """The three sentences the issue found broken, as one user's history."""
+    from bench.fact_cases import Case, U
+
+    case = Case(
+        "issue-16",
+        "location",
+        [
+            [(U, "Hi! Quick intro: I live in Paris and I work as a data engineer.")],
+            [(U, "Reminder for you: I live in Paris.")],
+            [(U, "Big news: I moved to Berlin last month, so I live in Berlin now.")],
+            [(U, "I always want small PRs with squash merges")],
+        ],
+        active=["lives in berlin", "works as a data engineer", "small prs with squash merges"],
+        superseded=["lives in paris"],
+        absent=["paris"],
+    )
+    report = run_suite(cases=[case])
+    assert report["recall"] == 1.0 and report["wrong_supersessions"] == 0, report["failures"]
