@@ -8,46 +8,18 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-Role = Literal["user", "assistant", "tool", "system"]
-TurnKind = Literal[
-    "user-question",
-    "user-correction",
-    "assistant-answer",
-    "tool-call",
-    "tool-error",
-    "tool-success",
-    "system-event",
-    "other",
-]
-ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
-TURN_KINDS: tuple[str, ...] = (
-    "user-question",
-    "user-correction",
-    "assistant-answer",
-    "tool-call",
-    "tool-error",
-    "tool-success",
-    "system-event",
-    "other",
-)
-BoundaryReason = Literal[
-    "size_cap",
-    "time_gap",
-    "idle",
-    "semantic_shift",
-    "change_point",
-    "surprisal",
-    "structural",
-    "agent_marker",
-    "prediction_error",
-    "flush",
-]
-FactStatus = Literal["active", "superseded", "deleted"]
-FactEvent = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
+from episodic.vocab import ROLES as ROLES
+from episodic.vocab import TURN_KINDS as TURN_KINDS
+from episodic.vocab import BoundaryReason as BoundaryReason
+from episodic.vocab import EpisodeStatus, FactsState, ReflectionStatus
+from episodic.vocab import FactEvent as FactEvent
+from episodic.vocab import FactStatus as FactStatus
+from episodic.vocab import Role as Role
+from episodic.vocab import TurnKind as TurnKind
 
 
 def utc(ts: datetime) -> datetime:
@@ -130,6 +102,7 @@ class Turn(BaseModel):
     event_ts: datetime
     ingest_ts: datetime
     source: str
+    position: str = ""  # where the turn sat in its transcript (see TurnIn)
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("event_ts", "ingest_ts")
@@ -141,12 +114,12 @@ class Turn(BaseModel):
 class Rejected(BaseModel):
     """A line of input that was refused, kept whole for a later look."""
 
+    user_id: str = ""
+    stream_id: str = ""
     source: str
     line_no: int
     reason: str
     raw: bytes
-    user_id: str = ""
-    stream_id: str = ""
 
 
 class Episode(BaseModel):
@@ -173,10 +146,10 @@ class Episode(BaseModel):
     recall_count: int = 0
     last_recalled_at: datetime | None = None
     strength: float = 1.0
-    status: Literal["open", "closed", "archived"] = "closed"
+    status: EpisodeStatus = "closed"
     parent_episode_id: str | None = None
     continues_episode_id: str | None = None
-    facts_state: str = ""  # "" pending | "planned" | "done"
+    facts_state: FactsState = FactsState.PENDING
     fact_plan: str = ""
 
     @staticmethod
@@ -225,4 +198,4 @@ class Reflection(BaseModel):
     created_at: datetime
     recall_count: int = 0
     last_recalled_at: datetime | None = None
-    status: Literal["active", "archived"] = "active"
+    status: ReflectionStatus = "active"

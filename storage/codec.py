@@ -1,12 +1,23 @@
-"""Conversions between domain values and LanceDB rows."""
+"""Conversions between domain values and LanceDB rows, for every table through
+the one field-type mapping of `storage.schemas`: naive UTC datetimes, JSON
+text for dicts, zero-filled float32 vectors, "" for an absent string."""
 
 from __future__ import annotations
 
+import enum
 import json
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from functools import cache
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import numpy as np
+import pyarrow as pa
+
+from storage.schemas import TABLES, TableSpec, unwrap_optional
+
+T = TypeVar("T")
+_OMIT: Any = object()  # a null in a column whose field has a default: take the default
 
 
 def to_naive(ts: datetime | None) -> datetime | None:
@@ -46,3 +57,119 @@ def vector(values: Any, dim: int) -> list[float]:
     if arr.shape != (dim,):
         raise ValueError(f"vector of shape {arr.shape}, expected ({dim},)")
     return [float(x) for x in arr.tolist()]
+
+
+# ---- the generic codec ------------------------------------------------------
+def _kind(tp: Any) -> str:
+    origin = get_origin(tp)
+    if tp is str:
+        return "str"
+    if origin is Literal or (isinstance(tp, type) and issubclass(tp, enum.Enum)):
+        return "enum"
+    if origin is list:
+        return "vector" if get_args(tp) == (float,) else "list"
+    if origin is dict:
+        return "json"
+    names = {datetime: "datetime", int: "int", float: "float", bytes: "bytes"}
+    return names[tp]
+
+
+@cache
+def _plan(spec: TableSpec) -> tuple[tuple[str, str, bool], ...]:
+    """(column, kind, optional) for every column of the table."""
+    out = []
+    for name, tp in spec.columns().items():
+        base, optional = unwrap_optional(tp)
+        out.append((name, _kind(base), optional))
+    return tuple(out)
+
+
+_SPECS: dict[Any, TableSpec] = {spec.row: spec for spec in TABLES.values()}
+
+
+def _spec_of(row: type) -> TableSpec:
+    if row not in _SPECS:
+        raise KeyError(f"{row.__name__} is no table's row")
+    return _SPECS[row]
+
+
+def _encode(kind: str, optional: bool, value: Any, dim: int) -> Any:
+    if value is None:
+        if kind in ("str", "enum", "json"):
+            return "" if kind != "json" else dumps({})
+        return [0.0] * dim if kind == "vector" else None
+    if kind == "enum":
+        return str(value.value) if isinstance(value, enum.Enum) else str(value)
+    if kind == "str":
+        return str(value)
+    if kind == "datetime":
+        return to_naive(value)
+    if kind == "json":
+        return value if isinstance(value, str) else dumps(value)
+    if kind == "vector":
+        return vector(value, dim)
+    if kind == "list":
+        return list(value)
+    if kind == "float":
+        return float(value)
+    if kind == "int":
+        return int(value)
+    return value
+
+
+def _decode(kind: str, optional: bool, value: Any) -> Any:
+    if value is None or (optional and kind in ("str", "enum") and value == ""):
+        if optional:
+            return None
+        return "" if kind == "str" else _OMIT
+    if kind == "datetime":
+        return to_aware(value)
+    if kind == "json":
+        return loads(value, {})
+    if kind in ("list", "vector"):
+        return list(value)
+    if kind == "bytes":
+        return bytes(value)
+    return value
+
+
+def encode_column(table: str, column: str, value: Any, dim: int) -> Any:
+    """One column's stored value (for updates that write a few columns)."""
+    for name, kind, optional in _plan(TABLES[table]):
+        if name == column:
+            return _encode(kind, optional, value, dim)
+    raise KeyError(f"{table} has no column {column}")
+
+
+def to_row(obj: Any, dim: int, **extra: Any) -> dict[str, Any]:
+    """The stored row of a domain object; `extra` gives the columns its class
+    does not have (keys, write times, derived values)."""
+    spec = _spec_of(type(obj))
+    return {
+        name: _encode(kind, optional, extra[name] if name in extra else getattr(obj, name), dim)
+        for name, kind, optional in _plan(spec)
+    }
+
+
+def from_row(row_type: type[T], row: Mapping[str, Any]) -> T:
+    """The domain object of a stored row; storage-only columns are dropped."""
+    spec = _spec_of(row_type)
+    skip = {c.name for c in spec.extra}
+    kwargs: dict[str, Any] = {}
+    for name, kind, optional in _plan(spec):
+        if name in skip or name not in row:
+            continue
+        value = _decode(kind, optional, row[name])
+        if value is not _OMIT:
+            kwargs[name] = value
+    return row_type(**kwargs)
+
+
+def to_table(
+    table: str, rows: Iterable[Mapping[str, Any]], dim: int, *, columns: Any = None
+) -> pa.Table:
+    """Rows as an Arrow table of `table`'s schema (or of some of its columns)."""
+    schema = TABLES[table].schema(dim)
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns])
+    return pa.Table.from_pylist(list(rows), schema=schema)

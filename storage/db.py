@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import lancedb
-import pyarrow as pa
 from lancedb.index import FTS, BTree
 
 from episodic.config import Settings, load_settings
-from storage import schemas
+from storage import filters, schemas
+from storage.codec import to_table
 
 log = logging.getLogger(__name__)
 
@@ -42,22 +42,10 @@ class Store:
         # timedelta(0): every read sees other processes' committed writes
         self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
         self._tables: dict[str, Any] = {}
-        self._schemas: dict[str, Callable[[], pa.Schema]] = {
-            "raw_turns": schemas.raw_turns,
-            "streams": schemas.streams,
-            "turn_vectors": lambda: schemas.turn_vectors(dim),
-            "rejected_input": schemas.rejected_input,
-            "episodes": lambda: schemas.episodes(dim),
-            "facts": lambda: schemas.facts(dim),
-            "fact_history": schemas.fact_history,
-            "reflections": lambda: schemas.reflections(dim),
-            "segmenter_state": schemas.segmenter_state,
-            "reflection_marks": schemas.reflection_marks,
-        }
 
     def table(self, name: str) -> Any:
         if name not in self._tables:
-            schema = self._schemas[name]()
+            schema = schemas.schema(name, self.dim)
             try:
                 tbl = self.db.open_table(name)
             except (FileNotFoundError, ValueError):
@@ -66,7 +54,67 @@ class Store:
         return self._tables[name]
 
     def table_names(self) -> list[str]:
-        return list(self._schemas)
+        return list(schemas.TABLES)
+
+    # ---- writes keyed on each table's merge key ---------------------------
+    def _data(self, name: str, rows: Sequence[Mapping[str, Any]], columns: Any = None) -> Any:
+        return to_table(name, rows, self.dim, columns=columns)
+
+    def insert_new(self, name: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Insert the rows whose key is not stored yet; returns how many landed."""
+        if not rows:
+            return 0
+        key = schemas.TABLES[name].key
+        merge = self.table(name).merge_insert(key).when_not_matched_insert_all()
+        return int(merge.execute(self._data(name, rows)).num_inserted_rows)
+
+    def upsert(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert or replace whole rows by key."""
+        if not rows:
+            return
+        key = schemas.TABLES[name].key
+        merge = self.table(name).merge_insert(key).when_matched_update_all()
+        merge.when_not_matched_insert_all().execute(self._data(name, rows))
+
+    def update_columns(self, name: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Overwrite the given columns of stored rows (the key plus those
+        columns in each row); a row whose key is not stored is not created."""
+        if not rows:
+            return 0
+        key = schemas.TABLES[name].key
+        cols = [key, *sorted(c for c in rows[0] if c != key)]
+        merge = self.table(name).merge_insert(key).when_matched_update_all()
+        return int(merge.execute(self._data(name, rows, cols)).num_updated_rows)
+
+    def upkeep(self, name: str, keep_versions: timedelta, between: Any = None) -> dict[str, Any]:
+        """Compact one table and drop versions older than `keep_versions`;
+        rows, versions and fragments before and after. `between` runs just
+        before the compaction (a crash point in tests)."""
+        tbl = self.table(name)
+        versions, frags = len(tbl.list_versions()), _fragments(tbl)
+        if between is not None:
+            between()
+        tbl.optimize(cleanup_older_than=keep_versions)
+        return {
+            "rows": tbl.count_rows(),
+            "versions": (versions, len(tbl.list_versions())),
+            "fragments": (frags, _fragments(tbl)),
+        }
+
+    def owners(self, name: str, column: str, ids: Sequence[str]) -> dict[str, str]:
+        """id -> user_id as stored, for the rows of `name` whose `column` is in
+        `ids` (any user's: for checking who an id belongs to)."""
+        if not ids:
+            return {}
+        rows = (
+            self.table(name)
+            .search()
+            .where(filters.within(column, ids))
+            .select([column, "user_id"])
+            .limit(10 * len(ids) + 1)  # facts keep several rows per id
+            .to_list()
+        )
+        return {str(r[column]): str(r["user_id"]) for r in rows}
 
     def ensure_indexes(self) -> dict[str, list[str]]:
         """Scalar BTree indexes and FTS indexes; rebuilt cheaply by optimize()."""
@@ -97,6 +145,13 @@ class Store:
             tuple(ix.columns) == (column,) and str(ix.index_type).upper() == "FTS"
             for ix in tbl.list_indices()
         )
+
+
+def _fragments(tbl: Any) -> int:
+    try:
+        return int(tbl.stats()["fragment_stats"]["num_fragments"])
+    except (AttributeError, TypeError, KeyError):
+        return -1
 
 
 def open_store(settings: Settings | None = None, dim: int = 384) -> Store:

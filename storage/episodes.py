@@ -11,10 +11,10 @@ from typing import Any
 import pyarrow as pa
 
 from episodic.models import Episode
+from episodic.vocab import FactsState
 from storage import filters
-from storage.codec import dumps, loads, to_aware, to_naive, vector
+from storage.codec import encode_column, from_row, to_row
 from storage.db import Store
-from storage.schemas import episodes as episodes_schema
 
 MAX_ROWS = 10_000_000
 
@@ -30,10 +30,7 @@ class Episodes:
         rerun after a crash adds nothing twice."""
         if not episodes:
             return 0
-        rows = [self._to_row(e) for e in episodes]
-        data = pa.Table.from_pylist(rows, schema=episodes_schema(self.store.dim))
-        res = self.table.merge_insert("episode_id").when_not_matched_insert_all().execute(data)
-        return int(res.num_inserted_rows)
+        return self.store.insert_new("episodes", [to_row(e, self.store.dim) for e in episodes])
 
     def update(self, user_id: str, changes: dict[str, dict[str, Any]]) -> int:
         """Column updates for many episodes of one user in one write."""
@@ -44,28 +41,18 @@ class Episodes:
         cols: set[str] = set()
         for ch in changes.values():
             cols.update(ch)
-        rows = []
+        ids = [eid for eid in ids if eid in existing]  # an update never creates an episode
+        # an episode missing a column in `changes` keeps its stored value
+        partial = [eid for eid in ids if not cols <= changes[eid].keys()]
+        stored = {e.episode_id: e for e in self.by_ids(user_id, partial)} if partial else {}
+        dim = self.store.dim
+        encoded = []
         for eid in ids:
-            if eid not in existing:
-                continue  # never create an episode through an update
-            row: dict[str, Any] = {"episode_id": eid}
-            for c in cols:
-                row[c] = _encode(c, changes[eid].get(c, _MISSING))
-            rows.append(row)
-        # rows missing a column keep it: fill from the stored value
-        if any(_MISSING in r.values() for r in rows):
-            stored = {e.episode_id: self._to_row(e) for e in self.by_ids(user_id, ids)}
-            for r in rows:
-                for c, v in list(r.items()):
-                    if v is _MISSING:
-                        r[c] = stored[r["episode_id"]][c]
-        if not rows:
-            return 0
-        full = episodes_schema(self.store.dim)
-        schema = pa.schema([full.field("episode_id")] + [full.field(c) for c in sorted(cols)])
-        data = pa.Table.from_pylist(rows, schema=schema)
-        res = self.table.merge_insert("episode_id").when_matched_update_all().execute(data)
-        return int(res.num_updated_rows)
+            ch = changes[eid]
+            values = {c: ch[c] if c in ch else getattr(stored[eid], c) for c in cols}
+            row = {c: encode_column("episodes", c, v, dim) for c, v in values.items()}
+            encoded.append({"episode_id": eid, **row})
+        return self.store.update_columns("episodes", encoded)
 
     # ---- reads --------------------------------------------------------
     def list(
@@ -80,7 +67,7 @@ class Episodes:
         if where is not None:
             cond = cond & where
         rows = self.table.search().where(cond).limit(limit).to_list()
-        eps = [self._from_row(r) for r in rows]
+        eps = [from_row(Episode, r) for r in rows]
         eps.sort(key=lambda e: (e.stream_id, e.first_seq))
         return eps
 
@@ -95,7 +82,7 @@ class Episodes:
                 .limit(len(chunk) + 1)
                 .to_list()
             )
-            out.extend(self._from_row(r) for r in rows)
+            out.extend(from_row(Episode, r) for r in rows)
         return out
 
     def _existing_ids(self, user_id: str, ids: builtins.list[str]) -> set[str]:
@@ -126,18 +113,12 @@ class Episodes:
         return self.list(user_id, where=filters.eq("salience_source", ""), limit=limit)
 
     def facts_pending(self, user_id: str, limit: int = 10_000) -> builtins.list[Episode]:
-        cond = (filters.eq("facts_state", "") | filters.eq("facts_state", "planned")) & (
-            filters.eq("status", "closed")
-        )
-        return self.list(user_id, where=cond, limit=limit)
+        return self.list(user_id, where=_facts_to_merge(), limit=limit)
 
     def users_with_pending(self, user_id: str | None = None) -> builtins.list[str]:
         """Users with an episode still to score or to merge facts from (a run
         that died after segmenting leaves these behind)."""
-        cond = filters.eq("salience_source", "") | (
-            (filters.eq("facts_state", "") | filters.eq("facts_state", "planned"))
-            & filters.eq("status", "closed")
-        )
+        cond = filters.eq("salience_source", "") | _facts_to_merge()
         if user_id is not None:
             cond = filters.user(user_id) & cond
         rows = self.table.search().where(cond).select(["user_id"]).limit(MAX_ROWS).to_arrow()
@@ -147,88 +128,22 @@ class Episodes:
         rows = self.table.search().select(["user_id"]).limit(MAX_ROWS).to_arrow()
         return sorted(set(rows["user_id"].to_pylist())) if rows.num_rows else []
 
-    def count(self, user_id: str) -> int:
-        return int(self.table.count_rows(filters.sql(filters.user(user_id))))
+    def count(self, user_id: str, stream_id: str | None = None) -> int:
+        cond = filters.user(user_id) if stream_id is None else filters.stream(user_id, stream_id)
+        return int(self.table.count_rows(filters.sql(cond)))
 
-    # ---- codec --------------------------------------------------------
-    def _to_row(self, e: Episode) -> dict[str, Any]:
-        return {
-            "episode_id": e.episode_id,
-            "user_id": e.user_id,
-            "stream_id": e.stream_id,
-            "first_seq": e.first_seq,
-            "last_seq": e.last_seq,
-            "turn_ids": list(e.turn_ids),
-            "n_turns": e.n_turns,
-            "started_at": to_naive(e.started_at),
-            "ended_at": to_naive(e.ended_at),
-            "closed_at": to_naive(e.closed_at),
-            "boundary_reason": e.boundary_reason,
-            "boundary_score": float(e.boundary_score),
-            "signal_scores": dumps(e.signal_scores),
-            "centroid": vector(e.centroid, self.store.dim),
-            "peak_surprisal": float(e.peak_surprisal),
-            "summary": e.summary,
-            "text": e.text,
-            "salience": e.salience,
-            "salience_source": e.salience_source,
-            "salience_rationale": e.salience_rationale,
-            "recall_count": e.recall_count,
-            "last_recalled_at": to_naive(e.last_recalled_at),
-            "strength": float(e.strength),
-            "status": e.status,
-            "parent_episode_id": e.parent_episode_id or "",
-            "continues_episode_id": e.continues_episode_id or "",
-            "facts_state": "",
-            "fact_plan": "",
-        }
-
-    @staticmethod
-    def _from_row(r: dict[str, Any]) -> Episode:
-        return Episode(
-            episode_id=r["episode_id"],
-            user_id=r["user_id"],
-            stream_id=r["stream_id"],
-            first_seq=r["first_seq"],
-            last_seq=r["last_seq"],
-            turn_ids=list(r["turn_ids"] or []),
-            n_turns=r["n_turns"],
-            started_at=to_aware(r["started_at"]),  # type: ignore[arg-type]
-            ended_at=to_aware(r["ended_at"]),  # type: ignore[arg-type]
-            closed_at=to_aware(r["closed_at"]),  # type: ignore[arg-type]
-            boundary_reason=r["boundary_reason"],
-            boundary_score=r["boundary_score"],
-            signal_scores=loads(r["signal_scores"], {}),
-            centroid=list(r["centroid"] or []),
-            peak_surprisal=r["peak_surprisal"] or 0.0,
-            summary=r["summary"] or "",
-            text=r["text"] or "",
-            salience=r["salience"] or 0,
-            salience_source=r["salience_source"] or "",
-            salience_rationale=r["salience_rationale"] or "",
-            recall_count=r["recall_count"] or 0,
-            last_recalled_at=to_aware(r["last_recalled_at"]),
-            strength=r["strength"] if r["strength"] is not None else 1.0,
-            status=r["status"],
-            parent_episode_id=r["parent_episode_id"] or None,
-            continues_episode_id=r["continues_episode_id"] or None,
-            facts_state=r.get("facts_state") or "",
-            fact_plan=r.get("fact_plan") or "",
-        )
+    def scored_since(self, user_id: str, after: datetime | None) -> builtins.list[Episode]:
+        """The user's scored episodes closed after `after` (all when None),
+        filtered in the query: a poll must not read the user's whole history."""
+        cond = filters.ne("salience_source", "")
+        if after is not None:
+            cond = cond & filters.after("closed_at", after)
+        return self.list(user_id, where=cond)
 
 
-class _Missing:
-    pass
-
-
-_MISSING: Any = _Missing()
-
-
-def _encode(column: str, value: Any) -> Any:
-    if value is _MISSING:
-        return value
-    if isinstance(value, datetime):
-        return to_naive(value)
-    if column == "signal_scores" and not isinstance(value, str):
-        return dumps(value)
-    return value
+def _facts_to_merge() -> Any:
+    """Closed episodes whose facts are not merged yet (pending, or planned
+    and not applied)."""
+    pending = filters.eq("facts_state", FactsState.PENDING)
+    planned = filters.eq("facts_state", FactsState.PLANNED)
+    return (pending | planned) & filters.eq("status", "closed")

@@ -10,15 +10,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from episodic.models import Fact, FactHistory, stable_id
+from episodic.vocab import FACT_EVENTS, FactEvent, FactStatus
 from storage import filters
-from storage.codec import to_aware, to_naive, vector
+from storage.codec import from_row, to_naive, to_row
 from storage.db import Store
 from storage.recalls import bump_recalls
-from storage.schemas import fact_history as history_schema
-from storage.schemas import facts as facts_schema
 
 MAX_ROWS = 10_000_000
 
@@ -28,7 +26,7 @@ class PlannedFact:
     """One decision, resolved to ids, ready to apply idempotently."""
 
     index: int
-    event: str  # ADD | UPDATE | DELETE | NOOP
+    event: FactEvent
     target_fact_id: str | None
     old_text: str | None
     new_text: str | None
@@ -54,7 +52,7 @@ class PlannedFact:
     def from_json(d: dict[str, Any]) -> PlannedFact:
         return PlannedFact(
             index=int(d["index"]),
-            event=str(d["event"]),
+            event=_event(d["event"]),
             target_fact_id=d.get("target_fact_id"),
             old_text=d.get("old_text"),
             new_text=d.get("new_text"),
@@ -63,6 +61,13 @@ class PlannedFact:
             vector=list(d.get("vector") or []),
             importance=float(d.get("importance", 5.0)),
         )
+
+
+def _event(value: object) -> FactEvent:
+    for event in FACT_EVENTS:
+        if value == event:
+            return event
+    raise ValueError(f"a saved plan holds the unknown event {value!r}")
 
 
 def new_fact_id(user_id: str, episode_id: str, index: int) -> str:
@@ -85,7 +90,7 @@ class Facts:
         if not include_inactive:
             cond = cond & filters.eq("status", "active")
         rows = self.table.search().where(cond).limit(MAX_ROWS).to_list()
-        out = [self._from_row(r) for r in rows]
+        out = [from_row(Fact, r) for r in rows]
         out.sort(key=lambda f: (f.valid_from, f.created_at, f.fact_id))
         return out
 
@@ -106,7 +111,7 @@ class Facts:
             .limit(len(ids) + 1)
             .to_list()
         )
-        return [self._from_row(r) for r in rows]
+        return [from_row(Fact, r) for r in rows]
 
     def candidates(
         self, user_id: str, text: str, vec: np.ndarray | None, k: int = 5
@@ -125,7 +130,7 @@ class Facts:
                 .to_list()
             )
             ranked.append([r["fact_id"] for r in rows])
-            by_id.update({r["fact_id"]: self._from_row(r) for r in rows})
+            by_id.update({r["fact_id"]: from_row(Fact, r) for r in rows})
         if text.strip() and self.store.has_fts("facts"):
             try:
                 rows = (
@@ -137,7 +142,7 @@ class Facts:
             except (ValueError, RuntimeError):
                 rows = []  # a query the tokenizer cannot parse: vector candidates only
             ranked.append([r["fact_id"] for r in rows])
-            by_id.update({r["fact_id"]: self._from_row(r) for r in rows})
+            by_id.update({r["fact_id"]: from_row(Fact, r) for r in rows})
         scores: dict[str, float] = {}
         for ranking in ranked:
             for rank, fid in enumerate(ranking):
@@ -162,7 +167,7 @@ class Facts:
             rows = (
                 self.table.search(text, query_type="fts")
                 .where(cond, prefilter=True)
-                .select(["fact_id"])
+                .select(["fact_id", "_score"])  # naming _score: no lance deprecation warning
                 .limit(k)
                 .to_list()
             )
@@ -192,12 +197,12 @@ class Facts:
         )
         seen: dict[str, FactHistory] = {}
         for r in rows:
-            seen[r["history_id"]] = self._history_from_row(r)
+            seen[r["history_id"]] = from_row(FactHistory, r)
         return sorted(seen.values(), key=lambda h: (h.at, h.history_id))
 
     def all_history(self, user_id: str) -> builtins.list[FactHistory]:
         rows = self.history_table.search().where(filters.user(user_id)).limit(MAX_ROWS).to_list()
-        return sorted((self._history_from_row(r) for r in rows), key=lambda h: (h.at, h.history_id))
+        return sorted((from_row(FactHistory, r) for r in rows), key=lambda h: (h.at, h.history_id))
 
     # ---- writes -------------------------------------------------------
     def apply(
@@ -215,70 +220,59 @@ class Facts:
     ) -> dict[str, int]:
         """Apply the plans of several episodes (in order) with one write per
         table: one merge_insert per table instead of three per episode."""
-        counts = {"ADD": 0, "UPDATE": 0, "DELETE": 0, "NOOP": 0}
-        new_rows: builtins.list[dict[str, Any]] = []
-        hist_rows: builtins.list[dict[str, Any]] = []
-        closes: builtins.list[tuple[str, str, datetime]] = []  # (fact_id, status, valid_to)
+        counts: dict[str, int] = dict.fromkeys(FACT_EVENTS, 0)
+        new_facts: builtins.list[Fact] = []
+        history: builtins.list[FactHistory] = []
+        closes: builtins.list[tuple[str, FactStatus, datetime]] = []  # (fact_id, status, valid_to)
         for episode_id, plan in plans:
             for p in plan:
                 counts[p.event] += 1
                 fid = new_fact_id(user_id, episode_id, p.index)
                 made = p.event in ("ADD", "UPDATE") and bool(p.new_text)
                 if made:
-                    new_rows.append(
-                        {
-                            "fact_id": fid,
-                            "user_id": user_id,
-                            "text": p.new_text,
-                            "norm": (p.new_text or "").casefold(),
-                            "vector": vector(p.vector, self.store.dim),
-                            "valid_from": to_naive(p.valid_from),
-                            "valid_to": None,
-                            "created_at": to_naive(now),
-                            "expired_at": None,
-                            "source_episode_ids": [episode_id],
-                            "importance": p.importance,
-                            "recall_count": 0,
-                            "last_recalled_at": None,
-                            "status": "active",
-                            "supersedes": p.target_fact_id if p.event == "UPDATE" else "",
-                        }
+                    new_facts.append(
+                        Fact(
+                            fact_id=fid,
+                            user_id=user_id,
+                            text=p.new_text or "",
+                            vector=p.vector,
+                            valid_from=p.valid_from,
+                            created_at=now,
+                            source_episode_ids=[episode_id],
+                            importance=p.importance,
+                            supersedes=p.target_fact_id if p.event == "UPDATE" else None,
+                        )
                     )
                 if p.event in ("UPDATE", "DELETE") and p.target_fact_id:
-                    status = "superseded" if p.event == "UPDATE" else "deleted"
+                    status: FactStatus = "superseded" if p.event == "UPDATE" else "deleted"
                     closes.append((p.target_fact_id, status, p.valid_from))
-                hist_rows.append(
-                    {
-                        "history_id": history_id(episode_id, p.index, p.event),
-                        "user_id": user_id,
-                        "fact_id": (p.target_fact_id if p.event != "ADD" else fid) or "",
-                        "event": p.event,
-                        "old_text": p.old_text,
-                        "new_text": p.new_text,
-                        "new_fact_id": fid if made else "",
-                        "episode_id": episode_id,
-                        "decided_by": p.decided_by,
+                history.append(
+                    FactHistory(
+                        history_id=history_id(episode_id, p.index, p.event),
+                        user_id=user_id,
+                        fact_id=(p.target_fact_id if p.event != "ADD" else fid) or "",
+                        event=p.event,
+                        old_text=p.old_text,
+                        new_text=p.new_text,
+                        new_fact_id=fid if made else None,
+                        episode_id=episode_id,
+                        decided_by=p.decided_by,
                         # one microsecond apart, so the history reads in decision
                         # order even when many episodes merge in one run
-                        "at": to_naive(now + timedelta(microseconds=len(hist_rows))),
-                    }
+                        at=now + timedelta(microseconds=len(history)),
+                    )
                 )
         # new information lands before anything old is closed, so a crash in
         # between leaves the store with more, never less
-        if new_rows:
-            data = pa.Table.from_pylist(new_rows, schema=facts_schema(self.store.dim))
-            self.table.merge_insert("fact_id").when_not_matched_insert_all().execute(data)
+        dim = self.store.dim
+        self.store.insert_new("facts", [to_row(f, dim, norm=f.text.casefold()) for f in new_facts])
         if closes:
             self._close(user_id, closes, now)
-        if hist_rows:
-            data = pa.Table.from_pylist(hist_rows, schema=history_schema())
-            self.history_table.merge_insert("history_id").when_not_matched_insert_all().execute(
-                data
-            )
+        self.store.insert_new("fact_history", [to_row(h, dim) for h in history])
         return counts
 
     def _close(
-        self, user_id: str, closes: builtins.list[tuple[str, str, datetime]], now: datetime
+        self, user_id: str, closes: builtins.list[tuple[str, FactStatus, datetime]], now: datetime
     ) -> None:
         current = {f.fact_id: f for f in self.by_ids(user_id, [c[0] for c in closes])}
         rows = []
@@ -296,48 +290,8 @@ class Facts:
                     "expired_at": to_naive(now),
                 }
             )
-        if not rows:
-            return
-        full = facts_schema(self.store.dim)
-        schema = pa.schema([full.field(c) for c in ("fact_id", "status", "valid_to", "expired_at")])
-        data = pa.Table.from_pylist(rows, schema=schema)
-        self.table.merge_insert("fact_id").when_matched_update_all().execute(data)
+        self.store.update_columns("facts", rows)
 
     def record_recall(self, user_id: str, ids: Sequence[str], now: datetime) -> int:
         """recall_count + 1 on the user's facts in `ids`, atomically (storage.recalls)."""
         return bump_recalls(self.store, "facts", "fact_id", user_id, ids, now)
-
-    # ---- codec --------------------------------------------------------
-    @staticmethod
-    def _from_row(r: dict[str, Any]) -> Fact:
-        return Fact(
-            fact_id=r["fact_id"],
-            user_id=r["user_id"],
-            text=r["text"],
-            vector=list(r["vector"] or []),
-            valid_from=to_aware(r["valid_from"]),  # type: ignore[arg-type]
-            valid_to=to_aware(r["valid_to"]),
-            created_at=to_aware(r["created_at"]),  # type: ignore[arg-type]
-            expired_at=to_aware(r["expired_at"]),
-            source_episode_ids=list(r["source_episode_ids"] or []),
-            importance=r["importance"] or 0.0,
-            recall_count=r["recall_count"] or 0,
-            last_recalled_at=to_aware(r["last_recalled_at"]),
-            status=r["status"],
-            supersedes=r["supersedes"] or None,
-        )
-
-    @staticmethod
-    def _history_from_row(r: dict[str, Any]) -> FactHistory:
-        return FactHistory(
-            history_id=r["history_id"],
-            user_id=r["user_id"],
-            fact_id=r["fact_id"],
-            event=r["event"],
-            old_text=r["old_text"],
-            new_text=r["new_text"],
-            new_fact_id=r["new_fact_id"] or None,
-            episode_id=r["episode_id"],
-            decided_by=r["decided_by"],
-            at=to_aware(r["at"]),  # type: ignore[arg-type]
-        )

@@ -5,7 +5,7 @@ for the few APIs (count_rows) that still take a string."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from lancedb import col, lit
 from lancedb.expr import Expr
@@ -47,5 +47,7 @@ def ne(column: str, value: str | int) -> Expr:
 
 
 def after(column: str, ts: datetime) -> Expr:
-    """column > ts; ts naive UTC, as the tables store it."""
+    """column > ts; an aware ts is compared in naive UTC, as the tables store it."""
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(UTC).replace(tzinfo=None)
     return col(column) > lit(ts)

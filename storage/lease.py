@@ -1,15 +1,15 @@
 """One consolidation per user at a time. On a local store, an OS file lock
-next to the database (released by the kernel if the process dies, so a
-SIGKILL never leaves a stale lease)."""
+next to the database through `filelock` (flock, released by the kernel if the
+process dies, so a SIGKILL never leaves a stale lease)."""
 
 from __future__ import annotations
 
-import fcntl
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from episodic.errors import EpisodicError
 from episodic.models import stable_id
@@ -33,30 +33,32 @@ def lock_dir(db_uri: str) -> Path | None:
 
 @contextmanager
 def file_lock(db_uri: str, name: str, *, wait_s: float | None = None) -> Iterator[bool]:
-    """An exclusive kernel lock on `<db>.locks/<name>.lock`; a no-op on object
-    storage. Waits forever when wait_s is None, else raises LeaseBusy after
-    wait_s. Yields True when it had to wait."""
+    """An exclusive kernel lock (`filelock`, flock underneath) on
+    `<db>.locks/<name>.lock`; a no-op on object storage. Waits forever when
+    wait_s is None, else raises LeaseBusy after wait_s. Yields True when it
+    had to wait."""
     d = lock_dir(db_uri)
     if d is None:
         yield False
         return
     d.mkdir(parents=True, exist_ok=True)
-    fd = os.open(d / f"{name}.lock", os.O_CREAT | os.O_RDWR, 0o600)
-    waited = False
+    # a fresh lock object per holder: two threads of one process exclude each
+    # other as two processes do; the file stays, so every holder locks one inode
+    lock = FileLock(d / f"{name}.lock", mode=0o600, preserve_lock_file=True, fallback_to_soft=False)
     start = time.monotonic()
+    waited = False
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                waited = True
-                if wait_s is not None and time.monotonic() - start > wait_s:
-                    raise LeaseBusy(name[:8], time.monotonic() - start) from None
-                time.sleep(0.05)
+        lock.acquire(blocking=False)
+    except Timeout:
+        waited = True
+        try:
+            lock.acquire(timeout=-1 if wait_s is None else wait_s, poll_interval=0.05)
+        except Timeout:
+            raise LeaseBusy(name[:8], time.monotonic() - start) from None
+    try:
         yield waited
     finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        lock.release()
 
 
 @contextmanager

@@ -27,12 +27,11 @@ import pyarrow as pa
 from episodic.crashpoints import crashpoint
 from episodic.models import Rejected, Turn, TurnIn, now_utc, stable_id
 from storage import filters
-from storage.codec import dumps, loads, to_aware, to_naive
+from storage.codec import from_row, to_aware, to_row
 from storage.db import Store
 from storage.lease import file_lock
-from storage.schemas import raw_turns as raw_schema
-from storage.schemas import rejected_input as rejected_schema
-from storage.schemas import streams as streams_schema
+from storage.rows import StreamHead as StreamHead
+from storage.rows import stream_key as stream_key
 
 
 @dataclass
@@ -47,15 +46,6 @@ class AppendResult:
         self.duplicates += other.duplicates
         self.rejected += other.rejected
         self.turn_ids.extend(other.turn_ids)
-
-
-@dataclass(frozen=True)
-class StreamHead:
-    user_id: str
-    stream_id: str
-    head_seq: int
-    n_turns: int
-    last_event_ts: datetime | None
 
 
 @dataclass(frozen=True)
@@ -78,10 +68,6 @@ class HeadRepair:
 StreamKey = tuple[str, str]
 MAX_ROWS = 100_000_000
 STREAMS_PER_CHECK = 1000  # streams per count when checking heads
-
-
-def stream_key(user_id: str, stream_id: str) -> str:
-    return stable_id("stream", user_id, stream_id)
 
 
 def append_lock(db_uri: str) -> AbstractContextManager[bool]:
@@ -125,7 +111,7 @@ class RawLog:
         heads = self._checked_heads({(t.user_id, t.stream_id) for t in unique.values()})
         if not fresh:
             return result
-        now = to_naive(now_utc())
+        now = now_utc()
         rows: list[dict[str, object]] = []
         new_heads: dict[tuple[str, str], StreamHead] = {}
         for t in fresh:
@@ -138,24 +124,26 @@ class RawLog:
                 last = t.event_ts
             new_heads[key] = StreamHead(t.user_id, t.stream_id, seq, n, last)
             rows.append(
-                {
-                    "turn_id": t.turn_id,
-                    "user_id": t.user_id,
-                    "stream_id": t.stream_id,
-                    "seq": seq,
-                    "role": t.role,
-                    "kind": t.kind,
-                    "text": t.text,
-                    "event_ts": to_naive(t.event_ts),
-                    "ingest_ts": now,
-                    "source": t.source,
-                    "position": t.position,
-                    "meta": dumps(t.meta),
-                }
+                to_row(
+                    Turn(
+                        turn_id=t.turn_id,
+                        user_id=t.user_id,
+                        stream_id=t.stream_id,
+                        seq=seq,
+                        role=t.role,
+                        kind=t.kind,
+                        text=t.text,
+                        event_ts=t.event_ts,
+                        ingest_ts=now,
+                        source=t.source,
+                        position=t.position,
+                        meta=t.meta,
+                    ),
+                    self.store.dim,
+                )
             )
-        data = pa.Table.from_pylist(rows, schema=raw_schema())
         crashpoint("append_before_raw")
-        self.turns.merge_insert("turn_id").when_not_matched_insert_all().execute(data)
+        self.store.insert_new("raw_turns", rows)
         crashpoint("append_after_raw")  # rows committed, heads not: the stale-head window
         self._write_heads(new_heads.values())
         crashpoint("append_after_heads")
@@ -164,24 +152,17 @@ class RawLog:
         return result
 
     def quarantine(self, rejected: Iterable[Rejected]) -> int:
-        now = to_naive(now_utc())
+        now = now_utc()
         rows = [
-            {
-                "reject_id": stable_id("reject", r.source, r.line_no, r.reason, r.raw[:4096]),
-                "user_id": r.user_id,
-                "stream_id": r.stream_id,
-                "source": r.source,
-                "line_no": r.line_no,
-                "reason": r.reason,
-                "raw": r.raw,
-                "at": now,
-            }
+            to_row(
+                r,
+                self.store.dim,
+                reject_id=stable_id("reject", r.source, r.line_no, r.reason, r.raw[:4096]),
+                at=now,
+            )
             for r in rejected
         ]
-        if not rows:
-            return 0
-        data = pa.Table.from_pylist(rows, schema=rejected_schema())
-        self.rejects.merge_insert("reject_id").when_not_matched_insert_all().execute(data)
+        self.store.insert_new("rejected_input", rows)
         return len(rows)
 
     def _existing_ids(self, turn_ids: list[str]) -> set[str]:
@@ -274,37 +255,13 @@ class RawLog:
         return repairs
 
     def _write_heads(self, heads: Iterable[StreamHead]) -> None:
-        now = to_naive(now_utc())
-        rows = [
-            {
-                "key": stream_key(h.user_id, h.stream_id),
-                "user_id": h.user_id,
-                "stream_id": h.stream_id,
-                "head_seq": h.head_seq,
-                "n_turns": h.n_turns,
-                "last_event_ts": to_naive(h.last_event_ts),
-                "updated_at": now,
-            }
-            for h in heads
-        ]
-        data = pa.Table.from_pylist(rows, schema=streams_schema())
-        (
-            self.heads.merge_insert("key")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(data)
-        )
+        now = now_utc()
+        self.store.upsert("streams", [to_row(h, self.store.dim, updated_at=now) for h in heads])
 
     # ---- reads --------------------------------------------------------
     @staticmethod
     def _head(r: dict[str, object]) -> StreamHead:
-        return StreamHead(
-            user_id=str(r["user_id"]),
-            stream_id=str(r["stream_id"]),
-            head_seq=int(r["head_seq"]),  # type: ignore[call-overload]
-            n_turns=int(r["n_turns"]),  # type: ignore[call-overload]
-            last_event_ts=to_aware(r["last_event_ts"]),
-        )
+        return from_row(StreamHead, r)
 
     def streams(self, user_id: str | None = None) -> list[StreamHead]:
         """Every stream head (of one user), checked against raw's row count:
@@ -381,19 +338,7 @@ class RawLog:
 
     @staticmethod
     def _turn(r: dict[str, object]) -> Turn:
-        return Turn(
-            turn_id=str(r["turn_id"]),
-            user_id=str(r["user_id"]),
-            stream_id=str(r["stream_id"]),
-            seq=int(r["seq"]),  # type: ignore[call-overload]
-            role=r["role"],  # type: ignore[arg-type]
-            kind=r["kind"],  # type: ignore[arg-type]
-            text=str(r["text"]),
-            event_ts=to_aware(r["event_ts"]),  # type: ignore[arg-type]
-            ingest_ts=to_aware(r["ingest_ts"]),  # type: ignore[arg-type]
-            source=str(r["source"]),
-            meta=loads(str(r["meta"]), {}),
-        )
+        return from_row(Turn, r)
 
 
 @dataclass(frozen=True)

@@ -4,48 +4,25 @@ with an optimistic version check."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
-
 import pyarrow as pa
 
 from episodic.errors import ConflictError
-from episodic.models import now_utc, stable_id
+from episodic.models import now_utc
 from storage import filters
-from storage.codec import to_aware, to_naive
+from storage.codec import from_row, to_row
 from storage.db import Store
-from storage.schemas import segmenter_state as state_schema
+from storage.rows import Checkpoint as Checkpoint
+from storage.rows import state_key as state_key
+from storage.schemas import schema
 
 CHUNK = 1_000  # keys per IN list
 MAX_ROWS = 10_000_000
 
 
-@dataclass
-class Checkpoint:
-    user_id: str
-    stream_id: str
-    watermark: int = -1  # last seq fed to the detector
-    open_turn_ids: list[str] = field(default_factory=list)
-    detector: bytes = b""
-    version: int = 0
-    last_closed_seq: int = -1
-    last_episode_id: str = ""
-    updated_at: datetime | None = None
-    last_run: str = ""
-    last_run_state: str = ""
-
-    @property
-    def key(self) -> str:
-        return state_key(self.user_id, self.stream_id)
-
-
-def state_key(user_id: str, stream_id: str) -> str:
-    return stable_id("segmenter", user_id, stream_id)
-
-
 class Checkpoints:
     def __init__(self, store: Store) -> None:
         self.table = store.table("segmenter_state")
+        self._schema = schema("segmenter_state")
 
     def load(self, user_id: str, stream_id: str) -> Checkpoint:
         rows = (
@@ -56,7 +33,7 @@ class Checkpoints:
         )
         if not rows:
             return Checkpoint(user_id=user_id, stream_id=stream_id)
-        return self._from_row(rows[0])
+        return from_row(Checkpoint, rows[0])
 
     def load_many(self, user_id: str, stream_ids: list[str]) -> dict[str, Checkpoint]:
         """Each stream's checkpoint (a fresh one where none is stored), in
@@ -72,7 +49,7 @@ class Checkpoints:
                 .to_list()
             )
             for r in rows:
-                cp = self._from_row(r)
+                cp = from_row(Checkpoint, r)
                 out[cp.stream_id] = cp
         return out
 
@@ -92,13 +69,13 @@ class Checkpoints:
         q = self.table.search()
         if user_id is not None:
             q = q.where(filters.user(user_id))
-        return [self._from_row(r) for r in q.limit(1_000_000).to_list()]
+        return [from_row(Checkpoint, r) for r in q.limit(1_000_000).to_list()]
 
     def save(self, cp: Checkpoint) -> Checkpoint:
         """Write cp as version cp.version + 1; ConflictError if someone else
         moved the row since cp was loaded."""
         new = Checkpoint(**{**cp.__dict__, "version": cp.version + 1, "updated_at": now_utc()})
-        data = pa.Table.from_pylist([self._to_row(new)], schema=state_schema())
+        data = pa.Table.from_pylist([to_row(new, 0)], schema=self._schema)
         if cp.version == 0:
             res = self.table.merge_insert("key").when_not_matched_insert_all().execute(data)
             changed = res.num_inserted_rows
@@ -129,7 +106,7 @@ class Checkpoints:
             Checkpoint(**{**cp.__dict__, "version": cp.version + 1, "updated_at": now})
             for cp in cps
         ]
-        data = pa.Table.from_pylist([self._to_row(c) for c in new], schema=state_schema())
+        data = pa.Table.from_pylist([to_row(c, 0) for c in new], schema=self._schema)
         # an update lands only where the stored version is the one each row was
         # loaded at; a row never stored is inserted (a stored row has version >= 1,
         # so a source row at version 1 cannot match it)
@@ -168,36 +145,3 @@ class Checkpoints:
                 where=filters.user_in(user_id, "key", keys[i : i + 5 * CHUNK]),
                 values={"last_run": run, "last_run_state": state},
             )
-
-    @staticmethod
-    def _to_row(cp: Checkpoint) -> dict[str, object]:
-        return {
-            "key": cp.key,
-            "user_id": cp.user_id,
-            "stream_id": cp.stream_id,
-            "watermark": cp.watermark,
-            "open_turn_ids": list(cp.open_turn_ids),
-            "detector": cp.detector,
-            "version": cp.version,
-            "last_closed_seq": cp.last_closed_seq,
-            "last_episode_id": cp.last_episode_id,
-            "updated_at": to_naive(cp.updated_at),
-            "last_run": cp.last_run,
-            "last_run_state": cp.last_run_state,
-        }
-
-    @staticmethod
-    def _from_row(r: dict[str, object]) -> Checkpoint:
-        return Checkpoint(
-            user_id=str(r["user_id"]),
-            stream_id=str(r["stream_id"]),
-            watermark=int(r["watermark"]),  # type: ignore[call-overload]
-            open_turn_ids=list(r["open_turn_ids"] or []),  # type: ignore[call-overload]
-            detector=bytes(r["detector"] or b""),  # type: ignore[call-overload]
-            version=int(r["version"]),  # type: ignore[call-overload]
-            last_closed_seq=int(r["last_closed_seq"]),  # type: ignore[call-overload]
-            last_episode_id=str(r["last_episode_id"] or ""),
-            updated_at=to_aware(r["updated_at"]),
-            last_run=str(r["last_run"] or ""),
-            last_run_state=str(r["last_run_state"] or ""),
-        )

@@ -9,7 +9,7 @@ import pyarrow as pa
 from episodic.models import stable_id
 from storage import filters
 from storage.db import Store
-from storage.schemas import turn_vectors as vectors_schema
+from storage.schemas import schema
 
 
 def vector_key(turn_id: str, model: str) -> str:
@@ -55,7 +55,7 @@ class TurnVectors:
                 pa.array([model] * len(turn_ids)),
                 pa.FixedSizeListArray.from_arrays(flat, self.store.dim),
             ],
-            schema=vectors_schema(self.store.dim),
+            schema=schema("turn_vectors", self.store.dim),
         )
         self.table.merge_insert("key").when_not_matched_insert_all().execute(data)
         return len(turn_ids)

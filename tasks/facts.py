@@ -18,6 +18,7 @@ import numpy as np
 
 from episodic.facts import CandidateSet, ExistingFact, FactTurn, decide, extract_facts
 from episodic.models import Episode, Turn, now_utc
+from episodic.vocab import FactsState
 from storage.facts import PlannedFact, new_fact_id
 from storage.lease import user_lease
 from tasks.crashpoints import crashpoint
@@ -137,7 +138,7 @@ def merge_episode(
     because applying a saved plan is idempotent: a crash before the mark lands
     replays the plan. An empty plan is not persisted at all: there is nothing
     to apply, and a crash simply plans that episode again."""
-    if e.facts_state == "planned" and e.fact_plan:
+    if e.facts_state == FactsState.PLANNED and e.fact_plan:
         plan_json = e.fact_plan
         plan = [PlannedFact.from_json(d) for d in json.loads(plan_json)]
     else:
@@ -145,7 +146,7 @@ def merge_episode(
         plan_json = json.dumps([p.as_json() for p in plan])
         if plan:
             changes = _done_changes(done)
-            changes[e.episode_id] = {"facts_state": "planned", "fact_plan": plan_json}
+            changes[e.episode_id] = {"facts_state": FactsState.PLANNED, "fact_plan": plan_json}
             rt.episodes.update(e.user_id, changes)
             if done:
                 done.clear()
@@ -155,7 +156,7 @@ def merge_episode(
     crashpoint("after_fact_apply")
     if done is None:
         rt.episodes.update(
-            e.user_id, {e.episode_id: {"facts_state": "done", "fact_plan": plan_json}}
+            e.user_id, {e.episode_id: {"facts_state": FactsState.DONE, "fact_plan": plan_json}}
         )
     else:
         done[e.episode_id] = plan_json
@@ -163,7 +164,9 @@ def merge_episode(
 
 
 def _done_changes(done: dict[str, str] | None) -> dict[str, dict[str, object]]:
-    return {eid: {"facts_state": "done", "fact_plan": pj} for eid, pj in (done or {}).items()}
+    return {
+        eid: {"facts_state": FactsState.DONE, "fact_plan": pj} for eid, pj in (done or {}).items()
+    }
 
 
 def flush_done(rt: Runtime, user_id: str, done: dict[str, str]) -> None:
@@ -205,14 +208,14 @@ def _merge_window(
     in one write and apply them all in one write per table. Same decisions as
     one episode at a time; a crash before the plan write decides again from an
     unchanged store, after it replays the saved plans."""
-    ids = [t for e in window if e.facts_state != "planned" for t in e.turn_ids]
+    ids = [t for e in window if e.facts_state != FactsState.PLANNED for t in e.turn_ids]
     known = {t.turn_id: t for t in rt.raw.by_ids(user_id, ids)}  # one read per window
-    fresh = [e for e in window if not (e.facts_state == "planned" and e.fact_plan)]
+    fresh = [e for e in window if not (e.facts_state == FactsState.PLANNED and e.fact_plan)]
     extracted = extract_window(rt, fresh, now, known)
     mirror: ActiveFacts | None = None
     queued: list[tuple[Episode, list[PlannedFact], str]] = []
     for e in window:
-        if e.facts_state == "planned" and e.fact_plan:
+        if e.facts_state == FactsState.PLANNED and e.fact_plan:
             # a crash left this plan saved: land what is queued, replay it alone
             _commit(rt, user_id, queued, now, done)
             queued = []
@@ -250,7 +253,7 @@ def _commit(
     if with_facts:
         changes = _done_changes(done)
         for e, _, pj in with_facts:
-            changes[e.episode_id] = {"facts_state": "planned", "fact_plan": pj}
+            changes[e.episode_id] = {"facts_state": FactsState.PLANNED, "fact_plan": pj}
         rt.episodes.update(user_id, changes)
         done.clear()
     for _ in queued:

@@ -57,25 +57,14 @@ def upkeep(rt: Runtime, keep_versions: timedelta = timedelta(hours=1)) -> list[d
     rows: list[dict[str, Any]] = []
     rt.store.ensure_indexes()
     for name in rt.store.table_names():
-        tbl = rt.store.table(name)
-        before_versions = len(tbl.list_versions())
-        before_frags = _fragments(tbl)
-        crashpoint("before_table_upkeep")
-        tbl.optimize(cleanup_older_than=keep_versions)
+        st = rt.store.upkeep(name, keep_versions, between=lambda: crashpoint("before_table_upkeep"))
         crashpoint("after_table_upkeep")
         rows.append(
             {
                 "table": name,
-                "rows": tbl.count_rows(),
-                "versions": f"{before_versions} -> {len(tbl.list_versions())}",
-                "fragments": f"{before_frags} -> {_fragments(tbl)}",
+                "rows": st["rows"],
+                "versions": "{} -> {}".format(*st["versions"]),
+                "fragments": "{} -> {}".format(*st["fragments"]),
             }
         )
     return rows
-
-
-def _fragments(tbl: Any) -> int:
-    try:
-        return int(tbl.stats()["fragment_stats"]["num_fragments"])
-    except (AttributeError, TypeError, KeyError):
-        return -1

@@ -22,8 +22,6 @@ from episodic.reflection import (
     should_reflect,
     validate_evidence,
 )
-from storage import filters
-from storage.codec import to_naive
 from tasks.runtime import Runtime, get_runtime
 from tasks.search import SearchOptions, search
 
@@ -44,13 +42,9 @@ class ReflectionRun:
 
 def since_last(rt: Runtime, user_id: str) -> tuple[list[Episode], float]:
     last = rt.reflections.last_reflected_at(user_id)
-    # filtered in the query: a poll must not read the user's whole history
-    cond = filters.ne("salience_source", "")
-    if last is not None:
-        cond = cond & filters.after("closed_at", to_naive(last))  # type: ignore[arg-type]
     eps = [
         e
-        for e in rt.episodes.list(user_id, where=cond)
+        for e in rt.episodes.scored_since(user_id, last)
         if e.salience_source and (last is None or e.closed_at > last)
     ]
     return eps, salience_since([e.salience for e in eps])
@@ -60,18 +54,8 @@ def owners(rt: Runtime, ids: list[str]) -> dict[str, str]:
     """The user of each id as storage records it (episodes and facts), whatever
     the caller or the model believes; an id found nowhere is left out."""
     found: dict[str, str] = {}
-    if not ids:
-        return found
     for table, column in (("episodes", "episode_id"), ("facts", "fact_id")):
-        rows = (
-            rt.store.table(table)
-            .search()
-            .where(filters.within(column, ids))
-            .select([column, "user_id"])
-            .limit(10 * len(ids) + 1)  # facts keep several rows per id
-            .to_list()
-        )
-        found.update({str(r[column]): str(r["user_id"]) for r in rows})
+        found.update(rt.store.owners(table, column, ids))
     return found
 
 

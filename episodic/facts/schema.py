@@ -12,12 +12,13 @@ Merge context: {"n_new": int, "n_existing": int, "new": [...], "existing":
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from episodic.facts.offline_extract import MAX_FACT_CHARS, offline_extract
 from episodic.facts.offline_merge import offline_merge
+from episodic.vocab import FactEvent
 
 MAX_FACTS = 50
 MAX_MERGE_TEXT = 500
@@ -66,7 +67,7 @@ class ExtractedFacts(BaseModel):
 
 
 class MergeItem(BaseModel):
-    event: Literal["ADD", "UPDATE", "DELETE", "NOOP"]
+    event: FactEvent
     id: int | None = Field(
         default=None,
         description="Number of the existing fact affected (required for UPDATE, DELETE "

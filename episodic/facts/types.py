@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from episodic.models import Role
+from episodic.vocab import FactEvent, Role
 
-Event = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
+Event = FactEvent  # declared in episodic.vocab
 Vector = npt.NDArray[np.floating]
 
 

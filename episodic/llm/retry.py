@@ -1,7 +1,7 @@
-"""Our own retry loop around one SDK call: only what is transient is retried.
+"""Retries around one SDK call, through tenacity: only what is transient is retried.
 
-The SDKs' built-in retries are switched off (`max_retries=0`) so that this loop
-is the one place that decides. A call ends in one of three ways:
+The SDKs' built-in retries are switched off (`max_retries=0`) so that this is
+the one place that decides. A call ends in one of three ways:
 
 - a value;
 - `LLMSchemaError` when the answer never fit the response model (instructor has
@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, TypeVar
+
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from episodic.errors import LLMError, LLMSchemaError, LLMTransientError
 
@@ -127,21 +129,50 @@ class Retrier:
         provider: str,
         model: str,
     ) -> R:
-        last: Failure | None = None
-        attempts = self.policy.retries + 1
-        for attempt in range(attempts):
+        def attempt() -> R:
             try:
                 return call()
             except Exception as exc:  # classified below; nothing passes unexamined
                 failure = classify(exc)
-            # Raised outside the except block, `from None`: SDK exceptions hold the
-            # request, whose headers carry the API key, and must not travel on.
-            if failure.kind == "schema":
-                raise LLMSchemaError(provider, model, failure.reason) from None
-            if failure.kind == "fatal":
-                raise LLMError(provider, model, failure.reason) from None
-            last = failure
-            if attempt + 1 < attempts:
-                self.sleep(self._delay(attempt, failure.retry_after_s))
-        reason = last.reason if last else "no attempt made"
-        raise LLMTransientError(provider, model, f"{reason} (gave up after {attempts} attempts)")
+            raise _Failed(failure)  # outside the except block: no SDK exception rides along
+
+        def wait(state: RetryCallState) -> float:
+            failure = _failure_of(state)
+            return self._delay(state.attempt_number - 1, failure.retry_after_s)
+
+        attempts = self.policy.retries + 1
+        retrying = Retrying(
+            stop=stop_after_attempt(attempts),
+            wait=wait,
+            retry=retry_if_exception(lambda e: isinstance(e, _Failed) and e.transient),
+            sleep=self.sleep,
+            reraise=True,
+        )
+        try:
+            return retrying(attempt)
+        except _Failed as failed:
+            failure = failed.failure
+        # Raised outside the except block, `from None`: SDK exceptions hold the
+        # request, whose headers carry the API key, and must not travel on.
+        if failure.kind == "schema":
+            raise LLMSchemaError(provider, model, failure.reason) from None
+        if failure.kind == "fatal":
+            raise LLMError(provider, model, failure.reason) from None
+        reason = f"{failure.reason} (gave up after {attempts} attempts)"
+        raise LLMTransientError(provider, model, reason) from None
+
+
+class _Failed(Exception):
+    """A classified failure, carried through tenacity in place of the SDK's."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.reason)
+        self.failure = failure
+        self.transient = failure.kind == "transient"
+
+
+def _failure_of(state: RetryCallState) -> Failure:
+    exc = state.outcome.exception() if state.outcome is not None else None
+    if not isinstance(exc, _Failed):
+        raise TypeError(f"retry after {exc!r}, which is no classified failure")
+    return exc.failure

@@ -18,7 +18,7 @@ from cli.main import app
 from episodic import crashpoints
 from episodic.crashpoints import InjectedCrash
 from episodic.models import TurnIn
-from storage.schemas import raw_turns
+from storage.schemas import schema
 from tasks.runtime import Runtime
 from tasks.segment import poll_stream
 from tests.integration.facts_support import runtime_for
@@ -130,7 +130,7 @@ def test_seqs_handed_out_twice_are_reported_not_hidden(rt: Runtime) -> None:
         }
         for i in range(7, 10)
     ]
-    rt.raw.turns.add(pa.Table.from_pylist(rows, schema=raw_turns()))
+    rt.raw.turns.add(pa.Table.from_pylist(rows, schema=schema("raw_turns")))
     rt.raw.repair_heads("u1")  # the head counts the rows; the seqs stay doubled
     _consolidate(rt)
     code, report = _doctor("--repair")
