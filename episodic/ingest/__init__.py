@@ -2,8 +2,8 @@
 
     parse_file(path, fmt="auto")  ->  Iterator[TurnIn | Rejected]
 
-Five formats: generic JSONL, OpenAI chat messages, Anthropic Messages, Claude
-Code session transcripts and LoCoMo. Bad content never raises: each refused
+Six formats: generic JSONL, OpenAI chat messages, Anthropic Messages, Claude
+Code session transcripts, LoCoMo and the ChatGPT data export. Bad content never raises: each refused
 record becomes a `Rejected` with its line, reason and raw bytes, and the rest
 of the file is still read. `IngestError` means the file itself could not be
 read, or its format could not be told. Compaction summaries are counted in
@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from episodic.errors import IngestError
-from episodic.ingest import anthropic_messages, claude_code, jsonl, locomo, openai_chat
+from episodic.ingest import anthropic_messages, chatgpt, claude_code, jsonl, locomo, openai_chat
 from episodic.ingest.common import Context, Options, ParseStats
 from episodic.ingest.detect import detect_format
 from episodic.ingest.harness import make_turn
@@ -25,7 +25,7 @@ from episodic.models import Rejected, TurnIn, now_utc
 
 __all__ = ["FORMATS", "ParseStats", "detect_format", "make_turn", "parse_file", "parse_with_stats"]
 
-FORMATS = ("jsonl", "openai", "anthropic", "claude-code", "locomo")
+FORMATS = ("jsonl", "openai", "anthropic", "claude-code", "locomo", "chatgpt")
 
 _PARSERS: dict[str, Callable[[Context], Iterator[TurnIn | Rejected]]] = {
     "jsonl": jsonl.parse,
@@ -33,6 +33,7 @@ _PARSERS: dict[str, Callable[[Context], Iterator[TurnIn | Rejected]]] = {
     "anthropic": anthropic_messages.parse,
     "claude-code": claude_code.parse,
     "locomo": locomo.parse,
+    "chatgpt": chatgpt.parse,
 }
 
 
@@ -80,7 +81,7 @@ def parse_with_stats(
             return stats, iter(())
         fmt = detect_format(path)
     stats.format = fmt
-    if start and fmt == "locomo":
+    if start and fmt in ("locomo", "chatgpt"):
         raise IngestError(str(path), "a slice of a whole-JSON file cannot be parsed")
     opts = Options(
         user_id=user_id,

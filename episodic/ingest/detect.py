@@ -16,6 +16,7 @@ _OPENAI = re.compile(
     r'"tool_calls"|"tool_call_id"|"function_call"|"role"\s*:\s*"(?:tool|system|developer|function)"'
 )
 _LOCOMO = re.compile(r'"(?:speaker_a|session_1_date_time)"')
+_CHATGPT = re.compile(r'"mapping"\s*:\s*\{')
 
 
 def _objects(lines: list[str]) -> list[dict[str, Any]]:
@@ -44,12 +45,16 @@ def sniff(head: str) -> str | None:
     if not objs:  # one JSON document
         if _LOCOMO.search(head) and '"conversation"' in head:
             return "locomo"
+        if _CHATGPT.search(head) and ('"current_node"' in head or '"children"' in head):
+            return "chatgpt"
         if _ANTHROPIC.search(head) or re.search(r'"system"\s*:', head):
             return _chat(head)
         if '"role"' in head:
             return "openai"
         return None
     for obj in objs:
+        if isinstance(obj.get("mapping"), dict):
+            return "chatgpt"
         if "sessionId" in obj or (
             obj.get("type") in _CLAUDE_TYPES and ("uuid" in obj or "leafUuid" in obj)
         ):
@@ -75,6 +80,7 @@ def detect_format(path: Path) -> str:
     if fmt is None:
         reason = "empty file" if not head.strip() else "unknown transcript format"
         raise IngestError(
-            str(path), f"{reason}; pass --format (jsonl, openai, anthropic, claude-code, locomo)"
+            str(path),
+            f"{reason}; pass --format (jsonl, openai, anthropic, claude-code, locomo, chatgpt)",
         )
     return fmt
