@@ -127,7 +127,34 @@ def alone(config: DetectorConfig, signal: str) -> DetectorConfig:
         w_surprisal=w[2],
         cut_threshold=0.5,
         doubt_threshold=0.5,
+        combiner=False,
     )
+
+
+ABLATIONS: dict[str, dict[str, Any]] = {
+    # the combiner's models (all fitted on SuperDialseg validation + TIAGE train)
+    "full": {"combiner_model": "full"},
+    "without_bocpd": {"combiner_model": "no_bocpd"},
+    "without_semantic": {"combiner_model": "no_semantic"},
+    "bocpd_alone": {"combiner_model": "bocpd_alone"},
+    "with_question_features": {"combiner_model": "with_questions"},
+    # ADR-0051's rule on the same learned projection: P(new run) >= .65 or surprisal z >= 1.5
+    "seed_dual_criteria": {"combiner_model": "seed_dual"},
+    # the detector before the combiner: semantic shift alone, hand-set threshold
+    "semantic_rule": {"combiner": False},
+}
+
+
+def ablations(
+    dialogues: Sequence[Dialogue], vectors: Sequence[np.ndarray], config: DetectorConfig
+) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for name, change in ABLATIONS.items():
+        cfg = replace(config, combiner_threshold=0.0, **change)
+        out[name] = score(
+            dialogues, [detect(d, v, cfg)[0] for d, v in zip(dialogues, vectors, strict=True)]
+        )
+    return out
 
 
 def evaluate_vectors(
@@ -166,6 +193,7 @@ def evaluate_vectors(
                 dialogues, [fn(d, v) for d, v in zip(dialogues, vectors, strict=True)]
             )
         out["baselines"] = base
+        out["ablations"] = ablations(dialogues, vectors, config)
     return out
 
 
@@ -177,6 +205,41 @@ def embed_dialogues(
     vectors = [embedder.embed(list(d.utterances)) for d in dialogues]
     n = max(1, sum(len(d.utterances) for d in dialogues))
     return vectors, (time.perf_counter() - t) * 1000.0 / n
+
+
+def load_vectors_timed(
+    dataset: str,
+    dialogues: Sequence[Dialogue],
+    embedder: Embedder,
+    cache_dir: str | Path | None = None,
+) -> tuple[list[np.ndarray], float | None]:
+    """Each dialogue's vectors, from the .npz cache when there (embedding ms: None)."""
+    cache = None
+    if cache_dir is not None:
+        n_turns = sum(len(d.utterances) for d in dialogues)
+        cache = Path(cache_dir) / f"{dataset}-{embedder.name}-{len(dialogues)}-{n_turns}.npz"
+    if cache is not None and cache.exists():
+        with np.load(cache) as z:
+            flat = z["vectors"]
+        vectors, pos = [], 0
+        for d in dialogues:
+            vectors.append(flat[pos : pos + len(d.utterances)])
+            pos += len(d.utterances)
+        return vectors, None
+    vectors, embed_ms = embed_dialogues(dialogues, embedder)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(cache, vectors=np.concatenate(vectors))
+    return vectors, embed_ms
+
+
+def load_vectors(
+    dataset: str,
+    dialogues: Sequence[Dialogue],
+    embedder: Embedder,
+    cache_dir: str | Path | None = None,
+) -> list[np.ndarray]:
+    return load_vectors_timed(dataset, dialogues, embedder, cache_dir)[0]
 
 
 def run_segment_eval(
@@ -196,24 +259,7 @@ def run_segment_eval(
     dialogues = load_dataset(dataset, path)
     if limit is not None:
         dialogues = dialogues[:limit]
-    embed_ms: float | None
-    cache = None
-    if cache_dir is not None:
-        n_turns = sum(len(d.utterances) for d in dialogues)
-        cache = Path(cache_dir) / f"{dataset}-{embedder.name}-{len(dialogues)}-{n_turns}.npz"
-    if cache is not None and cache.exists():
-        with np.load(cache) as z:
-            flat = z["vectors"]
-        vectors, pos = [], 0
-        for d in dialogues:
-            vectors.append(flat[pos : pos + len(d.utterances)])
-            pos += len(d.utterances)
-        embed_ms = None
-    else:
-        vectors, embed_ms = embed_dialogues(dialogues, embedder)
-        if cache is not None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(cache, vectors=np.concatenate(vectors))
+    vectors, embed_ms = load_vectors_timed(dataset, dialogues, embedder, cache_dir)
     out = evaluate_vectors(dialogues, vectors, config)
     return {
         "dataset": dataset,

@@ -20,6 +20,8 @@ app = GuardedTyper(add_completion=False, no_args_is_help=True, help=__doc__)
 app.callback()(preflight)
 eval_app = GuardedTyper(no_args_is_help=True, help="Measure against public data with ground truth.")
 app.add_typer(eval_app, name="eval")
+train_app = GuardedTyper(no_args_is_help=True, help="Refit learned components from public data.")
+app.add_typer(train_app, name="train")
 console = Console()
 err = Console(stderr=True)
 
@@ -313,9 +315,10 @@ def eval_segment(
     path: Path = typer.Option(..., "--path"),
     embedder: str = typer.Option("minilm", "--embedder"),
     limit: int | None = typer.Option(None, "--limit"),
+    cache: Path | None = typer.Option(None, "--cache", help="keep embeddings here (.npz)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Pk, WindowDiff and boundary F1 of the online detector and its baselines."""
+    """Pk, WindowDiff and boundary F1 of the online detector, its baselines and ablations."""
     from bench.segment_eval import run_segment_eval
     from episodic.embed import make_embedder
 
@@ -323,7 +326,9 @@ def eval_segment(
         err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
         raise typer.Exit(2)
     with spinner(f"evaluating on {dataset}", show_progress(as_json)):
-        res = run_segment_eval(dataset, str(path), make_embedder(embedder), limit=limit)
+        res = run_segment_eval(
+            dataset, str(path), make_embedder(embedder), limit=limit, cache_dir=cache
+        )
     if as_json:
         _json(res)
         return
@@ -333,6 +338,45 @@ def eval_segment(
     t.add_row("detector", f"{res['pk']:.3f}", f"{res['windowdiff']:.3f}", f"{res.get('f1', 0):.3f}")
     for name, b in res.get("baselines", {}).items():
         t.add_row(name, f"{b['pk']:.3f}", f"{b['windowdiff']:.3f}", f"{b.get('f1', 0):.3f}")
+    console.print(t)
+
+
+@train_app.command("segment")
+def train_segment(
+    data: Path = typer.Option(Path("../shared/data"), "--data", help="the public data folder"),
+    out: Path | None = typer.Option(
+        None, "--out", help="write the parameters here (default: the packaged combiner_v1.npz)"
+    ),
+    embedder: str = typer.Option("minilm", "--embedder"),
+    cache: Path | None = typer.Option(None, "--cache", help="keep embeddings here (.npz)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Refit the boundary combiner on SuperDialseg validation + TIAGE train; print CV scores."""
+    from bench.segment_train import train
+    from episodic.embed import make_embedder
+
+    if not data.exists():
+        err.print(f"[red]error:[/red] {data} not found (the public data lives in ../shared/data)")
+        raise typer.Exit(2)
+    if out is None:
+        from importlib import resources
+
+        out = Path(str(resources.files("episodic.segment").joinpath("combiner_v1.npz")))
+    with spinner("fitting the boundary combiner", show_progress(as_json)):
+        res = train(data, make_embedder(embedder), cache_dir=cache, out=out)
+    if as_json:
+        _json(res)
+        return
+    t = Table(title=f"combiner v{res['version']} -> {res.get('written')}")
+    for col in ("model", "threshold", "SuperDialseg CV Pk", "TIAGE dev Pk"):
+        t.add_column(col)
+    for name, m in res["models"].items():
+        t.add_row(
+            name,
+            f"{m['threshold']:.3f}",
+            f"{m['superdialseg_cv_pk']:.3f}",
+            f"{m['tiage_dev_pk']:.3f}",
+        )
     console.print(t)
 
 

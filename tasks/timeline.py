@@ -87,6 +87,19 @@ def pick_stream(rt: Runtime, user_id: str, stream_id: str | None) -> tuple[str, 
     raise PlotError(f"user {user_id!r} has no stream {stream_id!r}")
 
 
+def _place_decision(det: Detector, turns: list[Turn], scores: list[dict[str, float]]) -> None:
+    """The combiner decides a held turn one update late: file its probability under
+    that turn, not under the turn whose arrival decided it."""
+    got = det.last_decision
+    if got is None:
+        return
+    seq, prob = got
+    for i in range(len(turns) - 1, max(-1, len(turns) - 4), -1):
+        if turns[i].seq == seq:
+            scores[i] = scores[i] | {"combiner": prob}
+            return
+
+
 def build_timeline(rt: Runtime, user_id: str, stream_id: str | None = None) -> Timeline:
     """Replay the stream through a fresh detector and collect its per-turn scores."""
     stream, head = pick_stream(rt, user_id, stream_id)
@@ -114,6 +127,7 @@ def build_timeline(rt: Runtime, user_id: str, stream_id: str | None = None) -> T
                 replayed.append((seg.seqs[-1], seg.reason))
             turns.append(t)
             scores.append(det.last_scores)
+            _place_decision(det, turns, scores)
     episodes = rt.episodes.list(user_id, stream)
     tl = Timeline(user_id, stream, config, turns, scores, episodes, replayed=replayed)
     # an episode's reason is why it was closed: the cut sits after its last turn
@@ -160,10 +174,16 @@ def _series(tl: Timeline, name: str) -> np.ndarray:
 def _soft_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
     c = tl.config
     # surprisal's score is 0.5 where its z-score reaches surprisal_threshold
+    # every score is on 0-1: the semantic score is 0.5 at its distance threshold
     thresholds = {
-        "semantic_shift": c.semantic_threshold,
+        "semantic_shift": 0.5,
         "change_point": c.cp_threshold,
         "surprisal": 0.5,
+    }
+    named = {
+        "semantic_shift": f"distance {c.semantic_threshold:.2f} at 0.50",
+        "change_point": f"{c.cp_threshold:.2f}",
+        "surprisal": f"z {c.surprisal_threshold:.2f} at 0.50",
     }
     colours = {"semantic_shift": "#1f77b4", "change_point": "#9467bd", "surprisal": "#8c564b"}
     for name, label in SOFT:
@@ -172,7 +192,7 @@ def _soft_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
             _series(tl, name),
             color=colours[name],
             lw=1.2,
-            label=f"{label} (threshold {thresholds[name]:.2f})",
+            label=f"{label} (threshold {named[name]})",
         )
         ax.axhline(thresholds[name], color=colours[name], ls="--", lw=0.8, alpha=0.8)
     ax.set_ylim(-0.03, 1.05)
@@ -218,6 +238,18 @@ def _hard_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
 
 def _evidence_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
     c = tl.config
+    if c.combiner:
+        thr = c.combiner_threshold or Detector(c).combiner_threshold
+        prob = _series(tl, "combiner")
+        ax.plot(xs, prob, color="black", lw=1.3, label="combiner P(boundary before turn)")
+        ax.axhline(thr, color="#d62728", ls="--", lw=0.9, label=f"cut threshold {thr:.2f}")
+        lo = max(0.0, thr - c.combiner_band)
+        ax.axhspan(lo, thr, color="#ffbf00", alpha=0.2, label=f"judge band {lo:.2f}-{thr:.2f}")
+        ax.set_ylim(-0.03, 1.05)
+        ax.set_ylabel("probability")
+        ax.set_xlabel("turn (seq in stream)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+        return
     ax.plot(xs, _series(tl, "combined"), color="black", lw=1.3, label="combined soft evidence")
     ax.axhline(
         c.cut_threshold,

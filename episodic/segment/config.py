@@ -44,6 +44,15 @@ class DetectorConfig:
     doubt_threshold: float = 0.5  # [doubt, cut): ask the judge, or split without one
     user_anchored: bool = True
     min_turns: int = 2  # soft cuts only once the episode holds this many turns
+    # the calibrated combiner (combiner.py, docs/segmentation.md): when on, its
+    # probability alone makes the soft decision, against its own threshold. It
+    # decides one turn late, so with decision_delay=0, or on vectors of another
+    # dimension than its space, the detector keeps the semantic rule above
+    combiner: bool = True
+    combiner_model: str = "full"  # a model of the parameter file, or "seed_dual" (ADR-0051)
+    combiner_path: str = ""  # "": the packaged combiner_v1.npz
+    combiner_threshold: float = 0.0  # 0: the model's own fitted threshold
+    combiner_band: float = 0.1  # [threshold - band, threshold): ask the judge, if one is set
     # continuity after a size-cap cut
     continuity_max_gap_minutes: float = 60.0
     continuity_min_similarity: float = 0.5
@@ -85,6 +94,8 @@ class DetectorConfig:
             raise ValueError("continuity settings out of range")
         if self.judge_recent_turns < 1 or self.judge_max_chars < 1:
             raise ValueError("judge context sizes must be >= 1")
+        if not 0.0 <= self.combiner_threshold < 1.0 or not 0.0 <= self.combiner_band < 1.0:
+            raise ValueError("combiner_threshold and combiner_band must be in [0, 1)")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DetectorConfig:

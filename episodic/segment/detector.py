@@ -32,6 +32,7 @@ import numpy as np
 from episodic.errors import LLMError, SegmenterStateError
 from episodic.segment.base import array_from_json, array_to_json, finite
 from episodic.segment.bocpd import ChangePoint, Surprisal
+from episodic.segment.combiner import CombinerParams, LinearModel, packaged
 from episodic.segment.config import DetectorConfig as DetectorConfig  # re-exported
 from episodic.segment.episode import OpenEpisode, centroid, parse_ts
 from episodic.segment.pending import Pending
@@ -43,6 +44,7 @@ STATE_FORMAT = "episodic.segment.detector"
 STATE_VERSION = 3  # 2: stream mean in the semantic state, the held turn; 3: arrays in base64
 SOFT = ("semantic_shift", "change_point", "surprisal")
 HOLD = "hold"  # _decide: keep the turn back until its reply arrives
+SEED_DUAL = "seed_dual"  # ADR-0051: P(new run) >= .65 or surprisal z >= 1.5
 
 
 def clean_vector(v: np.ndarray | None) -> np.ndarray | None:
@@ -87,6 +89,19 @@ class Detector:
             c.seed,
         )
         self._surprisal = Surprisal(c.surprisal_threshold, c.surprisal_rate)
+        self._params: CombinerParams | None = None
+        self._model: LinearModel | None = None
+        self._feat = None
+        if c.combiner and c.decision_delay == 1:
+            self._params = packaged(c.combiner_path or None)
+            if c.combiner_model != SEED_DUAL:
+                if c.combiner_model not in self._params.models:
+                    raise ValueError(f"no combiner model {c.combiner_model!r} in the parameters")
+                self._model = self._params.models[c.combiner_model]
+            self._feat = self._params.features()
+        self._row: tuple[int, dict[str, float]] | None = None  # this update's row, by seq
+        self._decided: tuple[int, float] | None = None  # (seq, probability) decided last
+        self._after_tool_call = False
         self._weights = (c.w_semantic, c.w_change_point, c.w_surprisal)
         self._wsum = sum(self._weights)
         self._open = OpenEpisode(c.judge_recent_turns, c.judge_max_chars)
@@ -121,6 +136,18 @@ class Detector:
             return []  # a replayed turn: already absorbed
         self._last_seq = turn.seq
         x = clean_vector(turn.vector)
+        self._after_tool_call = self._structural.last_kind == "tool-call"
+        self._row = None
+        self._decided = None
+        if self._feat is not None and self._params is not None and x is not None:
+            if x.shape[0] != self._params.mean.shape[0] and self._feat.held_seq is None:
+                # the combiner's space was fitted on another embedding: the semantic rule
+                self._feat = None
+        if self._feat is not None and self._params is not None and x is not None:
+            held_seq = self._feat.held_seq
+            row = self._feat.update(self._params.project(x), turn.role, turn.text, turn.seq)
+            if row is not None and held_seq is not None:
+                self._row = (held_seq, row)
         self._size.update(turn)
         self._gap.update(turn)
         self._idle.update(turn)
@@ -210,9 +237,14 @@ class Detector:
             d = p.distance
         sem = self._semantic.score_distance(d)
         cp, sur = p.scores["change_point"], p.scores["surprisal"]
-        ev = self._evidence(sem, cp, sur)
-        scores = p.scores | {"semantic_shift": sem, "combined": ev}
-        reason, score, sub, summary = self._soft(p.turn, ev, (sem, cp, sur), scores)
+        if self._feat is not None:
+            ev, parts = self._combine(p.turn.seq)
+            scores = p.scores | {"semantic_shift": sem, "combined": ev} | parts
+            reason, score, sub, summary = self._soft_combiner(p.turn, ev, scores)
+        else:
+            ev = self._evidence(sem, cp, sur)
+            scores = p.scores | {"semantic_shift": sem, "combined": ev}
+            reason, score, sub, summary = self._soft(p.turn, ev, (sem, cp, sur), scores)
         if not reason:
             self._admit(p.turn, p.x, p.z, False, None)
             return []
@@ -234,7 +266,8 @@ class Detector:
             return "agent_marker", 1.0, self._marker.sub_episode, None
         if self._structural.boundary_detected:
             return "structural", 1.0, self._structural.sub_episode, None
-        if self._size.boundary_detected:
+        if self._size.boundary_detected and not (turn.role == "tool" and self._after_tool_call):
+            # a cap never separates a tool call from its result: it fires one turn later
             return "size_cap", 1.0, False, None
         c = self.config
         if self._structural.veto or len(self._open) < c.min_turns:
@@ -244,6 +277,64 @@ class Detector:
         if c.decision_delay:
             return HOLD, 0.0, False, None
         return self._soft(turn, ev, soft, scores)
+
+    @property
+    def last_decision(self) -> tuple[int, float] | None:
+        """(seq, combiner probability) of the held turn the last call decided, if any:
+        the probability of a cut before that turn, one turn late."""
+        return self._decided
+
+    @property
+    def combiner_threshold(self) -> float:
+        """The probability at or above which the combiner cuts."""
+        c = self.config
+        if c.combiner_threshold > 0:
+            return c.combiner_threshold
+        return self._model.threshold if self._model is not None else 0.5
+
+    def _combine(self, seq: int) -> tuple[float, dict[str, float]]:
+        """The combiner's probability of a cut before turn `seq`, and what each feature
+        added to its log-odds (`c_<feature>`), for the record."""
+        assert self._feat is not None
+        if self._row is not None and self._row[0] == seq:
+            row: dict[str, float] | None = self._row[1]
+        elif self._feat.held_seq == seq:  # no usable next turn: the turn on its own
+            row = self._feat.finish()
+        else:
+            row = None
+        thr = self.combiner_threshold
+        if row is None:
+            return 0.0, {"combiner": 0.0, "combiner_threshold": thr}
+        if self._model is None:  # the seed ADR's dual-criteria rule
+            fired = row["cp"] >= 0.65 or row["sur_z"] >= 1.5
+            parts = {"c_cp": row["cp"], "c_sur_z": row["sur_z"]}
+            prob = 1.0 if fired else 0.0
+        else:
+            prob, contrib = self._model.score(row)
+            parts = {f"c_{k}": v for k, v in contrib.items()}
+        self._decided = (seq, prob)
+        return prob, parts | {"combiner": prob, "combiner_threshold": thr}
+
+    def _soft_combiner(
+        self, turn: SegTurn, prob: float, scores: dict[str, float]
+    ) -> tuple[str, float, bool, str | None]:
+        """Cut at or above the threshold; in the band just below it ask the judge when
+        one is injected (without one the fitted threshold stands: it was chosen as
+        the decision point)."""
+        thr = self.combiner_threshold
+        if prob >= thr:
+            return "combiner", prob, False, None
+        band = prob >= thr - self.config.combiner_band
+        scores["combiner_band"] = 1.0 if band else 0.0
+        if not band or self.judge is None:
+            return "", 0.0, False, None
+        answer = self._ask(turn, prob)
+        if answer is None or answer.decision == "continue":
+            if answer is not None:
+                self._open.summary = answer.summary or self._open.summary
+            return "", 0.0, False, None
+        scores["prediction_error"] = 1.0 if answer.decision == "new" else 0.75
+        return "prediction_error", prob, answer.decision == "sub-episode", answer.summary or None
 
     def _soft(
         self, turn: SegTurn, ev: float, soft: tuple[float, float, float], scores: dict[str, float]
@@ -325,6 +416,7 @@ class Detector:
             "last_seq": self._last_seq,
             "last_scores": self._last_scores,
             "pending": None if self._pending is None else self._pending.state(),
+            "features": None if self._feat is None else self._feat.state(),
             "prev": {
                 "reason": self._prev_reason,
                 "ended": None if self._prev_ended is None else self._prev_ended.isoformat(),
@@ -352,12 +444,18 @@ class Detector:
             config = dict(state["config"])
             if version == 1:  # the one-turn, uncentred detector it was started as
                 config |= {"center": False, "decision_delay": 0}
+            if "combiner" not in config:  # started before the combiner: keep its rule
+                config["combiner"] = False
             if idle_minutes is not None:
                 config["idle_minutes"] = idle_minutes
             det = cls(DetectorConfig.from_dict(config), judge)
             signals = state["signals"]
             for name, sig in det._signals().items():
                 sig.load_state(signals[name])
+            if "features" in state and state["features"] is None:
+                det._feat = None  # it ran the semantic rule (e.g. vectors of another dim)
+            elif det._feat is not None and state.get("features") is not None:
+                det._feat.load_state(state["features"])
             det._open = OpenEpisode.from_state(
                 state["open"], det.config.judge_recent_turns, det.config.judge_max_chars
             )

@@ -170,6 +170,11 @@ class Structural(Signal):
         return self._sub
 
     @property
+    def last_kind(self) -> str:
+        """The kind of the turn of the last update."""
+        return self._prev_kind
+
+    @property
     def veto(self) -> bool:
         return self._veto
 

@@ -1,0 +1,164 @@
+"""The calibrated boundary combiner: a logistic regression over the online features.
+
+Its parameters ship in the package as `combiner_v1.npz` (written by
+`episodic train segment`): the learned space (training mean and PCA rows,
+float32), the BOCPD prior and whitening scales, and one or more named models
+(feature names, standardisation, coefficients, intercept, threshold). The
+runtime path is numpy only. `CombinerModel.score(row)` returns the probability
+of a boundary and every feature's contribution to its log-odds, which the
+detector records on each cut.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from episodic.segment.features import NAMES, BoundaryFeatures
+
+FORMAT = "episodic.segment.combiner"
+DEFAULT_MODEL = "full"
+
+
+@dataclass(frozen=True)
+class LinearModel:
+    """One fitted logistic regression on named features, with its threshold."""
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    threshold: float
+
+    def __post_init__(self) -> None:
+        n = len(self.features)
+        unknown = set(self.features) - set(NAMES) - {f for f in self.features if "*" in f}
+        if unknown:
+            raise ValueError(f"unknown combiner features: {sorted(unknown)}")
+        if not (self.mean.shape == self.scale.shape == self.coef.shape == (n,)):
+            raise ValueError("combiner arrays do not match its feature list")
+        if not 0.0 < self.threshold < 1.0 or not (self.scale > 0).all():
+            raise ValueError("combiner threshold must be in (0, 1) and scales > 0")
+
+    def logit_parts(self, row: dict[str, float]) -> np.ndarray:
+        x = np.array([_value(row, f) for f in self.features])
+        out: np.ndarray = self.coef * (x - self.mean) / self.scale
+        return out
+
+    def score(self, row: dict[str, float]) -> tuple[float, dict[str, float]]:
+        parts = self.logit_parts(row)
+        s = float(parts.sum()) + self.intercept
+        p = 1.0 / (1.0 + math.exp(-s)) if s > -700 else 0.0
+        return p, dict(zip(self.features, parts.tolist(), strict=True))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "features": list(self.features),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "coef": self.coef.tolist(),
+            "intercept": self.intercept,
+            "threshold": self.threshold,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> LinearModel:
+        return cls(
+            tuple(str(f) for f in d["features"]),
+            np.asarray(d["mean"], dtype=np.float64),
+            np.asarray(d["scale"], dtype=np.float64),
+            np.asarray(d["coef"], dtype=np.float64),
+            float(d["intercept"]),
+            float(d["threshold"]),
+        )
+
+
+def _value(row: dict[str, float], f: str) -> float:
+    if "*" in f:
+        a, b = f.split("*", 1)
+        return row[a] * row[b]
+    return row[f]
+
+
+@dataclass(frozen=True)
+class CombinerParams:
+    """Everything the combiner ships: the learned space and the named models."""
+
+    version: str
+    mean: np.ndarray  # (embedding dim,)
+    comps: np.ndarray  # (dims, embedding dim)
+    boc_scale: np.ndarray  # (BOCPD dims,)
+    hyper: dict[str, float]  # n0, hazard_lambda, max_run, kappa0, alpha0, beta0
+    models: dict[str, LinearModel]
+    meta: dict[str, Any]
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        out: np.ndarray = self.comps @ (x - self.mean)
+        return out
+
+    def features(self) -> BoundaryFeatures:
+        h = self.hyper
+        return BoundaryFeatures(
+            self.comps.shape[0],
+            self.boc_scale,
+            n0=float(h["n0"]),
+            hazard_lambda=float(h["hazard_lambda"]),
+            max_run=int(h["max_run"]),
+            kappa0=float(h["kappa0"]),
+            alpha0=float(h["alpha0"]),
+            beta0=float(h["beta0"]),
+        )
+
+    def save(self, path: str | Path) -> None:
+        meta = {
+            "format": FORMAT,
+            "version": self.version,
+            "hyper": self.hyper,
+            "models": {k: m.to_json() for k, m in self.models.items()},
+            "meta": self.meta,
+        }
+        with open(path, "wb") as fh:
+            np.savez_compressed(
+                fh,
+                mean=self.mean.astype(np.float32),
+                comps=self.comps.astype(np.float32),
+                boc_scale=self.boc_scale.astype(np.float64),
+                meta=np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8),
+            )
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> CombinerParams:
+        """The packaged parameters, or a file written by `save`."""
+        if path is None:
+            ref = resources.files("episodic.segment").joinpath("combiner_v1.npz")
+            with resources.as_file(ref) as p:
+                return cls.load(p)
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(bytes(z["meta"]).decode())
+            if meta.get("format") != FORMAT:
+                raise ValueError(f"{path}: not a combiner parameter file")
+            mean = z["mean"].astype(np.float64)
+            comps = z["comps"].astype(np.float64)
+            boc = z["boc_scale"].astype(np.float64)
+        if comps.ndim != 2 or comps.shape[1] != mean.shape[0]:
+            raise ValueError(f"{path}: projection shape {comps.shape} vs mean {mean.shape}")
+        models = {k: LinearModel.from_json(v) for k, v in meta["models"].items()}
+        return cls(str(meta["version"]), mean, comps, boc, meta["hyper"], models, meta["meta"])
+
+
+_CACHE: dict[str, CombinerParams] = {}
+
+
+def packaged(path: str | None = None) -> CombinerParams:
+    """Load once per process (the arrays are read-only in use)."""
+    key = path or ""
+    if key not in _CACHE:
+        _CACHE[key] = CombinerParams.load(path)
+    return _CACHE[key]

@@ -1,0 +1,175 @@
+"""The combiner's pieces: NIG BOCPD, online features, the linear model, the detector's
+use of them (contributions on every cut, tool call and result kept together)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from episodic.segment import Detector, DetectorConfig, SegTurn
+from episodic.segment.combiner import CombinerParams, packaged
+from episodic.segment.features import NAMES, BoundaryFeatures
+from episodic.segment.nig import NigBocpd
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def unit(seed: str, dim: int = 384) -> np.ndarray:
+    rng = np.random.default_rng(
+        int.from_bytes(hashlib.sha256(seed.encode()).digest()[:8], "little")
+    )
+    v = rng.normal(size=dim)
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def topic_stream(n_topics: int = 4, per: int = 6) -> list[SegTurn]:
+    out = []
+    for k in range(n_topics):
+        base = unit(f"topic{k}")
+        for j in range(per):
+            i = len(out)
+            v = base + 0.25 * unit(f"noise{i}")
+            role = "user" if j % 2 == 0 else "assistant"
+            text = f"topic {k} turn {j} about subject{k} item{j}"
+            out.append(
+                SegTurn(
+                    i,
+                    f"t{i}",
+                    role,
+                    "user-question" if role == "user" else "assistant-answer",
+                    text,
+                    T0 + timedelta(minutes=i),
+                    v / np.linalg.norm(v),
+                )
+            )
+    return out
+
+
+def test_nig_posterior_is_a_distribution_and_jumps_at_a_change() -> None:
+    k = NigBocpd(4, max_run=10, hazard_lambda=5.0)
+    rng = np.random.default_rng(0)
+    cps = []
+    for t in range(30):
+        y = rng.normal(size=4) * 0.3 + (0.0 if t < 15 else 4.0)
+        cps.append(k.step(y))
+        post = k.posterior
+        assert math.isclose(float(post.sum()), 1.0, rel_tol=1e-9)
+        assert len(post) <= 10
+    assert cps[15] > 0.5 > max(cps[5:15])
+
+
+def test_nig_matches_the_closed_form_for_one_run() -> None:
+    """With a hazard near zero the evidence is the NIG marginal likelihood of one run."""
+    k = NigBocpd(1, max_run=50, hazard_lambda=1e12, kappa0=1.0, alpha0=2.0, beta0=0.65)
+    ys = np.array([0.3, -0.2, 0.5, 0.1])
+    total = 0.0
+    for y in ys:
+        k.step(np.array([y]))
+        total += k.log_evidence
+    n, m = len(ys), ys.mean()
+    kn, an = 1.0 + n, 2.0 + n / 2
+    bn = 0.65 + 0.5 * ((ys - m) ** 2).sum() + 1.0 * n * m * m / (2 * kn)
+    closed = (
+        math.lgamma(an) - math.lgamma(2.0) + 2.0 * math.log(0.65) - an * math.log(bn)
+        + 0.5 * math.log(1.0 / kn) - n / 2 * math.log(2 * math.pi)
+    )  # fmt: skip
+    assert math.isclose(total, closed, rel_tol=1e-6)
+
+
+def test_features_round_trip_through_state() -> None:
+    params = packaged()
+    a, b = params.features(), params.features()
+    turns = topic_stream()
+    rows_a, rows_b = [], []
+    for i, t in enumerate(turns):
+        z = params.project(np.asarray(t.vector, dtype=np.float64))
+        rows_a.append(a.update(z, t.role, t.text, t.seq))
+        if i == 9:
+            b = params.features()
+            b.load_state(a.state())
+        if i >= 9:
+            rows_b.append(rows_a[-1] if i == 9 else b.update(z, t.role, t.text, t.seq))
+    assert rows_a[9:] == rows_b
+    assert set(rows_a[-1] or {}) == set(NAMES)
+
+
+def test_packaged_parameters_are_small_and_complete() -> None:
+    params = packaged()
+    assert params.comps.shape == (64, 384)
+    for name in ("full", "no_bocpd", "no_semantic", "bocpd_alone", "with_questions"):
+        m = params.models[name]
+        assert 0.0 < m.threshold < 1.0
+    # the shipped model does not read question marks (the SuperDialseg shortcut)
+    assert not {"q", "q_prev", "q_next"} & set(params.models["full"].features)
+
+
+def test_contributions_add_up_to_the_probability() -> None:
+    params = packaged()
+    fe = params.features()
+    row = None
+    for t in topic_stream():
+        row = (
+            fe.update(params.project(np.asarray(t.vector, dtype=np.float64)), t.role, t.text) or row
+        )
+    assert row is not None
+    m = params.models["full"]
+    p, parts = m.score(row)
+    logit = sum(parts.values()) + m.intercept
+    assert math.isclose(p, 1.0 / (1.0 + math.exp(-logit)), rel_tol=1e-12)
+
+
+def test_every_combiner_cut_records_its_probability_threshold_and_contributions() -> None:
+    det = Detector(DetectorConfig(combiner_threshold=0.05))
+    segs = []
+    for t in topic_stream():
+        segs.extend(det.update(t))
+    segs.extend(det.flush())
+    soft = [s for s in segs if s.reason == "combiner"]
+    assert soft, [s.reason for s in segs]
+    full = packaged().models["full"]
+    for s in soft:
+        sc = s.signal_scores
+        assert sc["combiner"] >= sc["combiner_threshold"] == 0.05
+        assert {f"c_{f}" for f in full.features} <= set(sc)
+
+
+def test_size_cap_never_separates_a_tool_call_from_its_result() -> None:
+    det = Detector(DetectorConfig(max_turns=4))
+    kinds = [("user", "user-question"), ("assistant", "assistant-answer"),
+             ("assistant", "tool-call"), ("assistant", "tool-call"), ("tool", "tool-success"),
+             ("assistant", "tool-call"), ("tool", "tool-success"), ("assistant", "tool-call"),
+             ("tool", "tool-error"), ("assistant", "assistant-answer")] * 3  # fmt: skip
+    turns = [
+        SegTurn(i, f"t{i}", r, k, f"{k} {i}", T0 + timedelta(seconds=10 * i), unit("same"))
+        for i, (r, k) in enumerate(kinds)
+    ]
+    segs = []
+    for t in turns:
+        segs.extend(det.update(t))
+    segs.extend(det.flush())
+    assert any(s.reason == "size_cap" for s in segs)
+    for s in segs[1:]:
+        first = turns[s.seqs[0]]
+        before = turns[s.seqs[0] - 1]
+        assert not (first.role == "tool" and before.kind == "tool-call"), s.seqs
+
+
+def test_seed_rule_and_bad_names_are_handled() -> None:
+    assert Detector(DetectorConfig(combiner_model="seed_dual")).combiner_threshold == 0.5
+    with pytest.raises(ValueError, match="no combiner model"):
+        Detector(DetectorConfig(combiner_model="nope"))
+    # one turn late or not at all: without the delay the semantic rule decides
+    assert Detector(replace(DetectorConfig(), decision_delay=0))._feat is None
+
+
+def test_parameters_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    p = packaged()
+    p.save(tmp_path / "c.npz")
+    q = CombinerParams.load(tmp_path / "c.npz")
+    assert np.array_equal(p.comps, q.comps) and q.models.keys() == p.models.keys()
+    assert BoundaryFeatures(64, q.boc_scale).boc_dims == 16
