@@ -15,6 +15,7 @@ NAMES = (
     "reference",
     "embed-backends",
     "streams",
+    "api",
 )
 
 
@@ -60,6 +61,10 @@ def run_bench(name: str, turns: int | None = None) -> dict[str, Any]:
 
         # --turns caps the largest number of streams (a smoke run)
         return bench_streams(SIZES if turns is None else tuple(n for n in SIZES if n <= turns))
+    if name == "api":
+        from bench.api import bench_api
+
+        return bench_api() if turns is None else bench_api(turns=turns)
     if name == "embed-backends":
         from bench.embed_backends import bench_embed_backends
 
