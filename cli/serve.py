@@ -38,6 +38,8 @@ def deployments() -> list[Any]:
         flow = load_flow_from_entrypoint(f"{ROOT / path}:{func}")
         crons = [s["cron"] for s in d.get("schedules") or [] if s.get("active", True)]
         kwargs: dict[str, Any] = {"schedules": [Cron(c, timezone="UTC") for c in crons]}
+        if d.get("concurrency_limit") is not None:
+            kwargs["concurrency_limit"] = _limit(d["concurrency_limit"])
         out.append(
             flow.to_deployment(
                 name=d["name"],
@@ -48,6 +50,17 @@ def deployments() -> list[Any]:
             )
         )
     return out
+
+
+def _limit(spec: Any) -> Any:
+    """prefect.yaml's concurrency_limit (an int or a mapping) for to_deployment."""
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig
+
+    if isinstance(spec, int):
+        return spec
+    return ConcurrencyLimitConfig(
+        limit=int(spec["limit"]), collision_strategy=spec.get("collision_strategy", "ENQUEUE")
+    )
 
 
 def serve_all(limit: int | None = None) -> None:

@@ -7,28 +7,41 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.runtime import task_run
+from prefect.states import Completed, State
 
-from episodic.models import now_utc
+from episodic.models import now_utc, stable_id
 from storage.lease import user_lease
+from tasks.exclusion import user_slot
 from tasks.names import from_params
 from tasks.report import consolidate_markdown, publish_markdown
 from tasks.runtime import get_runtime
+from tasks.segment import idle_due
 from tasks.steps import merge_facts, score_salience, segment_streams
 
 SALIENCE_CHUNK = 500  # one read and one write per chunk: fewer, larger writes
 
 
-def _work(user: str | None) -> dict[str, list[tuple[str, int]]]:
-    """Streams with turns above their watermark or an open episode to idle-close,
-    and users with episodes still to score or merge."""
+def _work(user: str | None, flush: bool = False) -> dict[str, list[tuple[str, int]]]:
+    """Streams with turns above their watermark or an open episode the idle
+    close (or `flush`) would close now, and users with episodes still to score
+    or merge. Reads only: an idle poll stops here, without a task run."""
     rt = get_runtime()
     marks = rt.checkpoints.progress(user)
     todo: dict[str, list[tuple[str, int]]] = {}
+    waiting: dict[str, dict[str, int]] = {}  # user -> stream -> head: open, nothing new
     for h in rt.raw.streams(user):
         watermark, has_open = marks.get((h.user_id, h.stream_id), (-1, False))
-        if watermark < h.head_seq or has_open:
+        if watermark < h.head_seq or (has_open and flush):
             todo.setdefault(h.user_id, []).append((h.stream_id, h.head_seq))
+        elif has_open:
+            waiting.setdefault(h.user_id, {})[h.stream_id] = h.head_seq
+    now = now_utc()
+    for uid, heads in waiting.items():
+        for sid in idle_due(rt, uid, sorted(heads), now):
+            todo.setdefault(uid, []).append((sid, heads[sid]))
     # a run that died after segmenting left episodes unscored or unmerged:
     # resume them even when no new turn arrives
     for uid in rt.episodes.users_with_pending(user):
@@ -37,16 +50,34 @@ def _work(user: str | None) -> dict[str, list[tuple[str, int]]]:
 
 
 def consolidate_user(user_id: str, streams: list[tuple[str, int]], flush: bool) -> dict[str, Any]:
+    """One user's consolidation, exclusive across machines (the user's Prefect
+    concurrency slot), then on this machine (the file lock, a fast path), with
+    the checkpoint version check as the last line (tasks/exclusion.py)."""
     rt = get_runtime()
     logger = get_run_logger()
-    with user_lease(rt.store.uri, user_id) as waited:
-        if waited:
+    with user_slot(user_id) as slot_wait, user_lease(rt.store.uri, user_id) as waited:
+        if slot_wait > 1.0 or waited:
             logger.info("waited for another consolidation of this user to finish")
         try:
             return _consolidate_leased(user_id, streams, flush)
         except BaseException:
             _mark_run(user_id, streams, "Failed")
             raise
+
+
+def user_tag(user_id: str) -> str:
+    """A user's name in task-run names and limits: a hash, never the id."""
+    return stable_id("user", user_id)[:8]
+
+
+# fan-out: one task run per user; the flow's thread-pool task runner runs
+# different users at once, the user's slot keeps one user's runs apart
+consolidate_user_task = task(
+    consolidate_user,
+    name="consolidate-user",
+    task_run_name=lambda: "user-" + user_tag(str(task_run.parameters["user_id"])),
+    cache_policy=NO_CACHE,
+)
 
 
 def _mark_run(user_id: str, streams: list[tuple[str, int]], state: str) -> None:
@@ -91,7 +122,9 @@ def maybe_reflect_user(user_id: str) -> dict[str, Any] | None:
 
 
 @flow(name="consolidate", flow_run_name=from_params("consolidate"), log_prints=True)
-def consolidate(user: str | None = None, flush: bool = False, plot: bool = False) -> dict[str, Any]:
+def consolidate(
+    user: str | None = None, flush: bool = False, plot: bool = False
+) -> dict[str, Any] | State[Any]:
     """Segment new turns into episodes, score them, merge their facts, reflect when due.
 
     `flush` closes every open episode too (end of a replay); `plot` redraws
@@ -101,10 +134,16 @@ def consolidate(user: str | None = None, flush: bool = False, plot: bool = False
     rt = get_runtime()
     logger = get_run_logger()
     usage_before = rt.provider.usage.as_dict()
-    todo = _work(user)
-    by_user: dict[str, Any] = {}
-    for uid, streams in sorted(todo.items()):
-        by_user[uid] = consolidate_user(uid, streams, flush)
+    todo = _work(user, flush)
+    if not todo and not plot:
+        summary = summarise({}, {}, time.monotonic() - started, began)
+        logger.info("nothing to do")
+        return Completed(message="nothing to do", data=summary)
+    futures = {
+        uid: consolidate_user_task.submit(uid, streams, flush)
+        for uid, streams in sorted(todo.items())
+    }
+    by_user: dict[str, Any] = {uid: f.result() for uid, f in futures.items()}
     usage = {k: v - usage_before.get(k, 0) for k, v in rt.provider.usage.as_dict().items()}
     summary = summarise(by_user, usage, time.monotonic() - started, began)
     logger.info(

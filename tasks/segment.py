@@ -228,6 +228,31 @@ def poll_streams(
     return [polls[sid] for sid, _ in heads]
 
 
+def idle_due(
+    rt: Runtime, user_id: str, stream_ids: list[str], now: datetime | None = None
+) -> list[str]:
+    """Of streams with nothing new but an open episode, those whose episode
+    the idle close would close now (the same test as `_close_idle`): a poll
+    with none of these and no new turns has nothing to do."""
+    if not stream_ids:
+        return []
+    now = now or now_utc()
+    cps = rt.checkpoints.load_many(user_id, stream_ids)
+    last_ids = {sid: cp.open_turn_ids[-1] for sid, cp in cps.items() if cp.open_turn_ids}
+    found = {t.turn_id: t for t in rt.raw.by_ids(user_id, list(last_ids.values()))}
+    idle = timedelta(minutes=rt.settings.segment.idle_minutes)
+    due: list[str] = []
+    for sid, tid in last_ids.items():
+        last = found.get(tid)
+        if last is None:
+            due.append(sid)  # cannot tell: let the poll look
+            continue
+        ts, _ = segment_time(last.event_ts, last.ingest_ts)
+        if now - max(last.ingest_ts, ts) > idle:
+            due.append(sid)
+    return due
+
+
 def _load(
     rt: Runtime,
     user_id: str,

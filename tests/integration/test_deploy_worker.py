@@ -59,6 +59,7 @@ def test_deploy_from_yaml_and_worker_completes_consolidate(server: Server) -> No
     deploy_s = time.monotonic() - t0
     for name in (
         "consolidate/consolidate",
+        "consolidate/consolidate-user",
         "reflect/reflect",
         "maintain/maintain",
         "ingest/ingest",
@@ -66,11 +67,15 @@ def test_deploy_from_yaml_and_worker_completes_consolidate(server: Server) -> No
         assert f"Deployment '{name}' successfully created" in out, out
     deployments = server.post("/deployments/filter", {})
     by_name = {d["name"]: d for d in deployments}
-    assert set(by_name) == {"consolidate", "reflect", "maintain", "ingest"}
+    assert set(by_name) == {"consolidate", "consolidate-user", "reflect", "maintain", "ingest"}
     assert by_name["consolidate"]["work_pool_name"] == "episodic-pool"
+    # one scheduled run at a time: a late one is cancelled, never stacked
+    assert by_name["consolidate"]["global_concurrency_limit"]["limit"] == 1
+    assert by_name["consolidate"]["concurrency_options"]["collision_strategy"] == "CANCEL_NEW"
     crons = {d["name"]: [s["schedule"].get("cron") for s in d["schedules"]] for d in deployments}
     assert crons == {
         "consolidate": ["* * * * *"],
+        "consolidate-user": [],
         "reflect": ["*/10 * * * *"],
         "maintain": ["0 3 * * *"],
         "ingest": [],

@@ -1,0 +1,72 @@
+"""One consolidation of a user at a time, across machines.
+
+Layers, outermost first:
+1. a Prefect global concurrency limit of one slot per user, named from a hash
+   of the user id (`episodic-user-<16 hex>`, never the id itself), created on
+   first use; the slot is a lease the holder renews, so a worker killed with
+   SIGKILL frees it when the lease runs out (LEASE_S);
+2. the local file lock (storage.lease.user_lease): the fast path between runs
+   on one machine, and the fallback with no Prefect API;
+3. the checkpoint's optimistic version check (storage.state), the last line:
+   a write from a run that lost both still fails instead of double-counting.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from episodic.models import stable_id
+from storage.lease import LeaseBusy
+
+LEASE_S = 60.0  # the server minimum; a killed holder's slot comes back after this
+_known: set[str] = set()
+_known_lock = threading.Lock()
+
+
+def limit_name(user_id: str) -> str:
+    return f"episodic-user-{stable_id('gcl', user_id)[:16]}"
+
+
+def ensure_limit(name: str) -> None:
+    """Create the one-slot limit unless it exists (idempotent, race-safe)."""
+    with _known_lock:
+        if name in _known:
+            return
+    from prefect import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.exceptions import ObjectAlreadyExists
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.create_global_concurrency_limit(
+                GlobalConcurrencyLimitCreate(name=name, limit=1, active=True)
+            )
+        except ObjectAlreadyExists:
+            pass
+    with _known_lock:
+        _known.add(name)
+
+
+@contextmanager
+def user_slot(user_id: str, *, wait_s: float = 600.0) -> Iterator[float]:
+    """Hold the user's global slot; raise LeaseBusy after wait_s. Yields the
+    seconds spent waiting for another holder."""
+    from prefect.concurrency.sync import concurrency
+
+    name = limit_name(user_id)
+    ensure_limit(name)
+    start = time.monotonic()
+    held = False
+    try:
+        with concurrency(
+            name, occupy=1, timeout_seconds=wait_s, lease_duration=LEASE_S, strict=True
+        ):
+            held = True
+            yield time.monotonic() - start
+    except TimeoutError:
+        if held:  # the body's own timeout, not ours
+            raise
+        raise LeaseBusy(name[-8:], time.monotonic() - start) from None

@@ -1,0 +1,137 @@
+"""Quiet idle polls, the per-user Prefect concurrency slot and the per-user
+fan-out, under Prefect's test harness on a real LanceDB. Run counts come from
+the Prefect API, not from the flow's own report."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+from prefect import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+from flows.consolidate import consolidate, user_tag
+from storage.lease import LeaseBusy
+from tasks.exclusion import limit_name, user_slot
+from tasks.ingest import ingest_file
+from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def _ingest(rt: Any, tmp_path: Path, turns: list[dict[str, Any]], name: str) -> None:
+    ingest_file(rt.raw, write_jsonl(tmp_path / name, turns), "jsonl")
+
+
+def _runs_of(flow_run_id: UUID) -> tuple[list[Any], int]:
+    """(task runs, artifact count) the Prefect API holds for one flow run."""
+    f = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+    with get_client(sync_client=True) as c:
+        tasks = c.read_task_runs(flow_run_filter=f)
+        arts = c.read_artifacts(flow_run_filter=f)
+    return tasks, len(arts)
+
+
+def test_idle_poll_has_no_task_runs_and_no_artifact(tmp_path: Path) -> None:
+    rt = make_runtime(tmp_path / "home")
+    _ingest(rt, tmp_path, synthetic_stream(), "a.jsonl")
+    busy = consolidate(user="u1", return_state=True)  # leaves the last episode open
+    tasks, arts = _runs_of(busy.state_details.flow_run_id)
+    assert busy.is_completed() and busy.message != "nothing to do"
+    assert len(tasks) >= 2 and arts == 1  # the counts below can fail
+    assert busy.result()["open_turns"] > 0  # an open episode, not idle yet
+    for _ in range(2):
+        idle = consolidate(user="u1", return_state=True)
+        assert idle.is_completed() and idle.message == "nothing to do"
+        tasks, arts = _runs_of(idle.state_details.flow_run_id)
+        assert tasks == [] and arts == 0
+        assert idle.result()["turns_processed"] == 0
+    # new turns make the next poll busy again; all-users polls are quiet too
+    assert consolidate(return_state=True).message == "nothing to do"
+    more = synthetic_stream(start=None, stream="s2")
+    _ingest(rt, tmp_path, more, "b.jsonl")
+    again = consolidate(return_state=True)
+    assert again.message != "nothing to do"
+    assert again.result()["turns_processed"] == len(more)
+
+
+def test_user_slot_excludes_and_never_names_the_user() -> None:
+    user = "alice@example.com"
+    name = limit_name(user)
+    assert user not in name and "alice" not in name and name.startswith("episodic-user-")
+    assert limit_name("bob") != name
+    held = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        with user_slot(user):
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    try:
+        assert held.wait(60)
+        with pytest.raises(LeaseBusy):
+            with user_slot(user, wait_s=2):
+                pass
+        with user_slot("bob", wait_s=10):  # another user is not blocked
+            pass
+    finally:
+        release.set()
+        t.join(60)
+    with user_slot(user, wait_s=30) as waited:
+        assert waited < 30
+
+
+def test_flow_waits_for_the_users_slot(tmp_path: Path) -> None:
+    rt = make_runtime(tmp_path / "home")
+    _ingest(rt, tmp_path, synthetic_stream(), "a.jsonl")
+    held = threading.Event()
+    hold_s = 4.0
+    released_at: list[float] = []
+
+    def holder() -> None:
+        with user_slot("u1"):
+            held.set()
+            time.sleep(hold_s)
+            released_at.append(time.monotonic())
+
+    t = threading.Thread(target=holder)
+    t.start()
+    assert held.wait(60)
+    summary = consolidate(user="u1", flush=True)
+    done = time.monotonic()
+    t.join(60)
+    assert released_at and done > released_at[0]  # it ran after the holder let go
+    assert summary["turns_processed"] == len(synthetic_stream())
+
+
+def test_fan_out_one_task_per_user_same_end_state(tmp_path: Path) -> None:
+    users = ["u1", "u2", "u3"]
+    rt = make_runtime(tmp_path / "fan")
+    for u in users:
+        _ingest(rt, tmp_path, synthetic_stream(user=u, n_per_topic=10), f"{u}.jsonl")
+    state = consolidate(flush=True, return_state=True)
+    tasks, _ = _runs_of(state.state_details.flow_run_id)
+    per_user = [t for t in tasks if t.name.startswith("user-")]
+    names = sorted(t.name for t in per_user)
+    assert names == sorted(f"user-{user_tag(u)}" for u in users)
+    assert not any(u in t.name for t in tasks for u in ("u1", "u2", "u3"))
+    assert all(t.state.is_completed() for t in per_user)
+    # the users' runs overlapped in time: fanned out, not one after another
+    starts = [t.start_time for t in per_user]
+    ends = [t.end_time for t in per_user]
+    assert max(starts) < min(ends)
+    # the same episodes as one user at a time
+    for u in users:
+        alone = make_runtime(tmp_path / f"alone-{u}")
+        _ingest(alone, tmp_path, synthetic_stream(user=u, n_per_topic=10), f"x{u}.jsonl")
+        consolidate(user=u, flush=True)
+        want = [(e.first_seq, e.last_seq) for e in alone.episodes.list(u)]
+        got = [(e.first_seq, e.last_seq) for e in rt.episodes.list(u)]
+        assert got == want and got
