@@ -19,9 +19,17 @@ NAMES = (
 )
 
 
-def run_bench(name: str, turns: int | None = None) -> dict[str, Any]:
+def run_bench(
+    name: str, turns: int | None = None, workers: tuple[int, ...] = (1, 2)
+) -> dict[str, Any]:
     """`turns` scales the benchmarks built on realistic turns (pipeline,
-    reference, embed-backends) and the memory sizes; None keeps the defaults."""
+    reference, embed-backends) and the memory sizes; None keeps the defaults.
+    `workers` are the worker counts of `scale-out` (not part of `all`: it
+    starts PostgreSQL, a Prefect server and workers)."""
+    if name == "scale-out":
+        from bench.scale_out import scale_out
+
+        return scale_out(workers) if turns is None else scale_out(workers, turns=turns)
     if name == "segment":
         from bench.corpus import machine, report, target
         from bench.segment_bench import bench_segment

@@ -420,16 +420,19 @@ def eval_locomo(
 @app.command()
 def bench(
     name: str = typer.Argument(
-        ..., help="segment|pipeline|incremental|retrieval|memory|reference|embed-backends|all"
+        ...,
+        help="segment|pipeline|incremental|retrieval|memory|reference|embed-backends|all|scale-out",
     ),
     as_json: bool = typer.Option(False, "--json"),
     turns: int | None = typer.Option(None, "--turns", help="scale down (smoke runs)"),
+    workers: str = typer.Option("1,2", "--workers", help="scale-out: worker counts, e.g. 1,2"),
 ) -> None:
     """Run a benchmark; prints its figures beside their targets."""
     from bench.run import run_bench
 
+    counts = tuple(int(w) for w in workers.split(",") if w.strip())
     with spinner(f"benchmark {name}", show_progress(as_json)):
-        res = run_bench(name, turns=turns)
+        res = run_bench(name, turns=turns, workers=counts)
     if as_json:
         _json(res)
     else:
