@@ -28,19 +28,32 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench.locomo_hybrid import (
+    BASELINES,
+    SHIPPED,
+    UNIT_KINDS,
+    Tallies,
+    score_conversation,
+    summarise,
+    tokens,
+    unit_groups,
+)
 from bench.metrics import evidence_recall
 from episodic.config import Settings
 from episodic.embed import make_embedder
 from episodic.llm.factory import make_provider
+from episodic.retrieval import turn_line
 from episodic.segment import Detector
 from episodic.segment.detector import DetectorConfig
 from storage.db import Store
+from storage.search import TextIndex
 from tasks.ingest import ingest_file
 from tasks.runtime import Runtime
 from tasks.segment import poll_stream, to_seg_turn
@@ -144,6 +157,11 @@ class Conversation:
     units: dict[str, list[Unit]]
     questions: list[tuple[str, list[str], int]]  # (question, evidence, category)
     by_reason: Counter[str]
+    turn_ids: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # "speaker: text [image: caption]"
+    end: datetime | None = None
+    sessions: list[list[int]] = field(default_factory=list)
+    episodes: list[list[int]] = field(default_factory=list)
 
 
 def _resegment(turns: Sequence[Any], mat: np.ndarray, config: DetectorConfig) -> list[list[int]]:
@@ -207,6 +225,18 @@ def _load_conversation(
         units=units,
         questions=[],
         by_reason=reasons,
+        turn_ids=[t.turn_id for t in turns],
+        lines=[
+            turn_line(
+                str(t.meta.get("speaker") or t.role),
+                t.text,
+                t.meta.get("blip_caption") if isinstance(t.meta.get("blip_caption"), str) else None,
+            )
+            for t in turns
+        ],
+        end=max(t.event_ts for t in turns),
+        sessions=list(sessions.values()),
+        episodes=spans,
     )
 
 
@@ -269,8 +299,10 @@ def run_locomo_eval(
         tallies = {m: _Tally({k: [] for k in ks}, {k: [] for k in ks}, [], {}) for m in METHODS}
         malformed = unknown = skipped = 0
         reasons: Counter[str] = Counter()
+        convs: list[Conversation] = []
         for i, sample in enumerate(samples):
             conv = _load_conversation(rt, sample, home, i, config)
+            convs.append(conv)
             reasons.update(conv.by_reason)
             known = set(conv.dia_ids)
             for qa in sample.get("qa", []):
@@ -285,12 +317,53 @@ def run_locomo_eval(
                     (str(qa.get("question", "")), kept, int(qa.get("category", 0)))
                 )
             _score(rt, conv, tallies, ks, budget, representation)
+        all_tokens = [tokens(x) for c in convs for x in c.lines]
+        token_budget = round(budget * float(np.mean(all_tokens))) if all_tokens else budget
+        hybrid = Tallies()
+        indexes = {kind: TextIndex(rt.store, f"eval_{kind}") for kind in UNIT_KINDS}
+        for conv in convs:
+            if not conv.questions:
+                continue
+            qv = rt.embedder.embed([q for q, _, _ in conv.questions]).astype(np.float32)
+            score_conversation(
+                rt,
+                conv.sample_id,
+                conv.lines,
+                conv.dia_ids,
+                conv.turns,
+                unit_groups(len(conv.lines), conv.sessions, conv.episodes),
+                {t: i for i, t in enumerate(conv.turn_ids)},
+                conv.questions,
+                qv,
+                budget,
+                token_budget,
+                indexes,
+                conv.end,
+                hybrid,
+            )
+        methods = {m: _summary(t, ks) for m, t in tallies.items()}
+        for m in tallies:
+            cos_name = {
+                "episodes": "episode_cos",
+                "turn": "turn_cos",
+                "session": "session_cos",
+                "window10": "window10_cos",
+            }.get(m)
+            if cos_name and cos_name in hybrid.tokens:
+                methods[m]["recall_at_token_budget"] = round(
+                    float(np.mean(hybrid.tokens[cos_name])), 4
+                )
+        methods.update(summarise(hybrid))
         n_questions = len(tallies["turn"].at_budget)
         return {
             "dataset": str(path),
             "embedder": rt.embedder.name,
             "representation": representation,
-            "ranking": "cosine similarity only (alpha=0, beta=0, gamma=1)",
+            "ranking": (
+                "episodes, window10, window_matched, session, turn: cosine only; "
+                "<unit>_cos / <unit>_hybrid / turn_pm<k>_*: see bench/locomo_hybrid.py; "
+                "shipped: tasks.search.search_memory"
+            ),
             "n_conversations": len(samples),
             "n_questions": n_questions,
             "questions_without_evidence": skipped,
@@ -300,7 +373,10 @@ def run_locomo_eval(
             "budget": budget,
             "episode_boundaries": dict(reasons.most_common()),
             "detector_overrides": detector or {},
-            "methods": {m: _summary(t, ks) for m, t in tallies.items()},
+            "token_budget": token_budget,
+            "shipped": SHIPPED,
+            "baselines": list(BASELINES),
+            "methods": methods,
             "seconds": round(time.monotonic() - started, 1),
         }
     finally:

@@ -262,24 +262,23 @@ def search(
     query: str,
     user: str = typer.Option(..., "--user"),
     k: int = typer.Option(10, "-k", "--k"),
-    kinds: str = typer.Option("episodes,facts,reflections", "--kinds"),
-    alpha: float = typer.Option(1.0, "--alpha", help="weight of recency"),
-    beta: float = typer.Option(1.0, "--beta", help="weight of importance"),
-    gamma: float = typer.Option(1.0, "--gamma", help="weight of similarity"),
+    kinds: str = typer.Option("turns,facts,reflections", "--kinds"),
+    recency: float = typer.Option(0.1, "--recency-weight", help="weight of recency, 0-10"),
+    importance: float = typer.Option(0.1, "--importance-weight", help="weight of importance, 0-10"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Search a user's memory; each result shows the parts of its score."""
-    from episodic.retrieval import Weights
-    from tasks.search import SearchOptions
-    from tasks.search import search as run_search
+    """Search a user's memory: hybrid hits on turns, facts and reflections, each
+    with the turns it returns, its episode and every part of its score."""
+    from episodic.retrieval import ScoreWeights
+    from tasks.search import MemoryOptions, search_memory
 
     try:
-        opts = SearchOptions(
+        opts = MemoryOptions(
             k=k,
             kinds=tuple(x.strip() for x in kinds.split(",") if x.strip()),
-            weights=Weights(alpha=alpha, beta=beta, gamma=gamma),
+            weights=ScoreWeights(recency_weight=recency, importance_weight=importance),
         )
-        items = run_search(_rt(), user, query, opts)
+        items = search_memory(_rt(), user, query, opts)
     except ValueError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
@@ -287,16 +286,107 @@ def search(
         _json([i.as_dict() for i in items])
         return
     t = Table(title=f"{query!r} for {user}")
-    for col in ("score", "kind", "recency", "importance", "similarity", "text"):
+    for col in ("score", "kind", "rel", "rec", "imp", "turns", "episode", "text"):
         t.add_column(col)
     for i in items:
         t.add_row(
             f"{i.score:.3f}",
             i.kind,
+            f"{i.relevance:.2f}",
             f"{i.recency:.2f}",
             f"{i.importance:.2f}",
-            f"{i.similarity:.2f}",
-            i.text[:80],
+            ",".join(str(x["seq"]) for x in i.turns) or "-",
+            (i.episode_id or "-")[:10],
+            i.text[:70],
+        )
+    console.print(t)
+
+
+@app.command()
+def episode(
+    episode_id: str,
+    user: str = typer.Option(..., "--user"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Show one episode of a user with its turns."""
+    rt = _rt()
+    require_user(rt, user)
+    found = rt.episodes.by_ids(user, [episode_id])
+    if not found:
+        err.print(f"[red]error:[/red] no episode {episode_id!r} for this user")
+        raise typer.Exit(1)
+    e = found[0]
+    turns = rt.raw.by_ids(user, list(e.turn_ids))
+    rows = [
+        {
+            "turn_id": t.turn_id,
+            "seq": t.seq,
+            "role": t.role,
+            "speaker": t.meta.get("speaker") or t.role,
+            "event_ts": t.event_ts,
+            "text": t.text,
+        }
+        for t in sorted(turns, key=lambda t: t.seq)
+    ]
+    if as_json:
+        _json(
+            {
+                "episode_id": e.episode_id,
+                "stream_id": e.stream_id,
+                "first_seq": e.first_seq,
+                "last_seq": e.last_seq,
+                "reason": e.boundary_reason,
+                "salience": e.salience,
+                "summary": e.summary,
+                "continues_episode_id": e.continues_episode_id,
+                "status": e.status,
+                "turns": rows,
+            }
+        )
+        return
+    console.print(
+        f"episode {e.episode_id} ({e.stream_id} {e.first_seq}-{e.last_seq}, {e.boundary_reason})"
+    )
+    for r in rows:
+        console.print(f"  {r['seq']:>6} {r['speaker']}: {r['text'][:100]}")
+
+
+@app.command()
+def reflections(
+    user: str = typer.Option(..., "--user"),
+    all_rows: bool = typer.Option(False, "--all", help="include archived reflections"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """List a user's reflections with the episodes and facts they cite."""
+    rt = _rt()
+    require_user(rt, user)
+    refl = rt.reflections.list(user, include_archived=all_rows)
+    rows = [
+        {
+            "reflection_id": r.reflection_id,
+            "text": r.text,
+            "importance": r.importance,
+            "created_at": r.created_at,
+            "evidence_episode_ids": list(r.evidence_episode_ids),
+            "evidence_fact_ids": list(r.evidence_fact_ids),
+            "recall_count": r.recall_count,
+            "status": r.status,
+        }
+        for r in refl
+    ]
+    if as_json:
+        _json(rows)
+        return
+    t = Table(title=f"reflections of {user}")
+    for col in ("created", "imp", "episodes", "facts", "text"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(
+            f"{r['created_at']:%Y-%m-%d %H:%M}",
+            f"{r['importance']:.0f}",
+            str(len(r["evidence_episode_ids"])),
+            str(len(r["evidence_fact_ids"])),
+            r["text"][:80],
         )
     console.print(t)
 

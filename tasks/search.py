@@ -4,19 +4,43 @@ the recall of every returned item recorded in one atomic update per table."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from episodic.decay import effective_salience, retention
-from episodic.models import now_utc
-from episodic.retrieval import Candidate, ScoredItem, Weights, rank
+from episodic.models import Turn, now_utc
+from episodic.retrieval import (
+    CONTEXT_GAP_MINUTES,
+    CONTEXT_TURNS,
+    Candidate,
+    Components,
+    ScoredItem,
+    ScoreWeights,
+    Weights,
+    context_rows,
+    fixed_score,
+    hours_between,
+    rank,
+    turn_doc,
+    turn_line,
+)
 from storage import filters
 from storage.codec import to_aware
 from storage.recalls import bump_recalls
+from storage.search import (
+    Hit,
+    TurnDocs,
+    episodes_of,
+    raw_at,
+    rows_by_ids,
+    search_table,
+    search_turns,
+)
 from tasks.runtime import Runtime
 
 KINDS = ("episodes", "facts", "reflections")
@@ -136,3 +160,241 @@ def record_recall(rt: Runtime, user_id: str, items: Sequence[ScoredItem], now: d
         ids = [i.item_id for i in items if i.kind == _KIND[kind]]
         written += bump_recalls(rt.store, _TABLE[kind], _ID[kind], user_id, ids, now)
     return written
+
+
+# --- the shipped design: hybrid hits on turns, facts and reflections ----------------
+# (docs/retrieval.md). The functions above rank episodes as units, the design that
+# LoCoMo dev5 measured at .507 evidence recall; `search_memory` is what `episodic
+# search` uses.
+
+HIT_KINDS = ("turns", "facts", "reflections")
+_HIT_KIND = {"turns": "turn", "facts": "fact", "reflections": "reflection"}
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    k: int = 10  # results returned
+    kinds: tuple[str, ...] = HIT_KINDS
+    weights: ScoreWeights = ScoreWeights()
+    pool: int = 100  # candidates per channel (BM25, cosine) and per kind
+    max_turns: int | None = None  # stop once the results hold this many turns
+    record: bool = True
+
+    def __post_init__(self) -> None:
+        if self.k < 1 or self.pool < 1:
+            raise ValueError("k and pool must be >= 1")
+        for kind in self.kinds:
+            if kind not in HIT_KINDS:
+                raise ValueError(f"unknown kind {kind!r}; choose from {', '.join(HIT_KINDS)}")
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """One result: what matched, the turns it returns, and every part of its score."""
+
+    kind: str  # turn | fact | reflection
+    item_id: str
+    text: str
+    turns: list[dict[str, Any]]  # the returned turns: hit first, then its neighbours
+    episode_id: str | None
+    provenance: list[str]  # episodes a fact or reflection cites
+    score: float
+    relevance: float
+    recency: float
+    importance: float
+    rrf: float
+    text_rank: int
+    dense_rank: int
+    cosine: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _speaker(t: Turn) -> str:
+    name = t.meta.get("speaker")
+    return str(name) if isinstance(name, str) and name else t.role
+
+
+def _line(t: Turn) -> str:
+    cap = t.meta.get("blip_caption")
+    return turn_line(_speaker(t), t.text, cap if isinstance(cap, str) else None)
+
+
+def _close(a: Turn, b: Turn) -> bool:
+    return hours_between(a.event_ts, b.event_ts) * 60.0 <= CONTEXT_GAP_MINUTES
+
+
+def sync_turn_docs(rt: Runtime, user_id: str) -> int:
+    """Write the search documents of the user's turns that have none yet."""
+    docs = TurnDocs(rt.store)
+    written = 0
+    for head in rt.raw.streams(user_id):
+        mark = docs.watermark(user_id, head.stream_id)
+        if head.head_seq <= mark:
+            continue
+        turns = rt.raw.read(user_id, head.stream_id, max(-1, mark - 1), head.head_seq)
+        rows = []
+        for i, t in enumerate(turns):
+            if t.seq <= mark:
+                continue
+            prev = turns[i - 1] if i > 0 and turns[i - 1].seq == t.seq - 1 else None
+            before = _line(prev) if prev is not None and _close(prev, t) else None
+            rows.append(
+                {
+                    "turn_id": t.turn_id,
+                    "user_id": user_id,
+                    "stream_id": t.stream_id,
+                    "seq": t.seq,
+                    "event_ts": t.event_ts,
+                    "doc": turn_doc(_line(t), before),
+                }
+            )
+        written += docs.put(rows)
+    return written
+
+
+def _contexts(
+    rt: Runtime, user_id: str, hits: Sequence[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """The returned turns of each turn hit, read in one query per stream."""
+    want: dict[str, set[int]] = {}
+    for r in hits:
+        s = int(r["seq"])
+        want.setdefault(str(r["stream_id"]), set()).update(
+            range(s - CONTEXT_TURNS, s + CONTEXT_TURNS + 1)
+        )
+    rows = {s: raw_at(rt.store, user_id, s, sorted(v)) for s, v in want.items()}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in hits:
+        stream, seq = str(r["stream_id"]), int(r["seq"])
+        near = [x for x in rows[stream] if abs(int(x["seq"]) - seq) <= CONTEXT_TURNS]
+        at = next((i for i, x in enumerate(near) if int(x["seq"]) == seq), None)
+        if at is None:
+            continue
+        times = [to_aware(x["event_ts"]) or now_utc() for x in near]
+        idx = context_rows([int(x["seq"]) for x in near], times, at)
+        out[str(r["turn_id"])] = [
+            {
+                "turn_id": str(near[i]["turn_id"]),
+                "stream_id": stream,
+                "seq": int(near[i]["seq"]),
+                "speaker": str(
+                    json.loads(near[i]["meta"] or "{}").get("speaker") or near[i]["role"]
+                ),
+                "text": str(near[i]["text"]),
+                "event_ts": times[i].isoformat(),
+            }
+            for i in idx
+        ]
+    return out
+
+
+def search_memory(
+    rt: Runtime,
+    user_id: str,
+    query: str,
+    opts: MemoryOptions | None = None,
+    *,
+    now: datetime | None = None,
+) -> list[MemoryHit]:
+    """Hybrid hits on turns, facts and reflections in one fixed-scale ranking."""
+    opts = opts or MemoryOptions()
+    now = now or now_utc()
+    qvec = rt.embedder.embed([query])[0].astype(np.float32)
+    cands: list[tuple[Components, str, Hit, dict[str, Any]]] = []
+    if "turns" in opts.kinds:
+        sync_turn_docs(rt, user_id)
+        hits = search_turns(rt.store, user_id, rt.embedder.name, query, qvec, opts.pool)
+        meta = {
+            r["turn_id"]: r for r in TurnDocs(rt.store).by_ids(user_id, [h.item_id for h in hits])
+        }
+        by_stream: dict[str, list[int]] = {}
+        for r in meta.values():
+            by_stream.setdefault(str(r["stream_id"]), []).append(int(r["seq"]))
+        eps = {s: episodes_of(rt.store, user_id, s, seqs) for s, seqs in by_stream.items()}
+        for h in hits:
+            r = meta.get(h.item_id)
+            if r is None:
+                continue
+            ep = eps[str(r["stream_id"])].get(int(r["seq"]))
+            r = {**r, "episode": ep}
+            sal = float(ep["salience"] or 0) if ep else 0.0
+            ts = to_aware(r["event_ts"]) or now
+            cands.append((fixed_score(h.rrf, ts, sal, now, opts.weights), "turns", h, r))
+    for kind in ("facts", "reflections"):
+        if kind not in opts.kinds:
+            continue
+        hits = search_table(rt.store, _TABLE[kind], _ID[kind], user_id, query, qvec, opts.pool)
+        rows = rows_by_ids(rt.store, _TABLE[kind], _ID[kind], user_id, [h.item_id for h in hits])
+        for h in hits:
+            r = rows.get(h.item_id)
+            if r is None:
+                continue
+            last = _last_access(kind, r, now)
+            imp = _importance(kind, r, now, 24.0 * 7)
+            cands.append((fixed_score(h.rrf, last, imp, now, opts.weights), kind, h, r))
+    cands.sort(key=lambda c: (-c[0].score, c[2].item_id))
+    budget = opts.max_turns if opts.max_turns is not None else 3 * opts.k
+    head = [c[3] for c in cands if c[1] == "turns"][: max(opts.k, budget)]
+    contexts = _contexts(rt, user_id, head) if head else {}
+    out: list[MemoryHit] = []
+    returned: set[str] = set()
+    for comp, kind, h, r in cands:
+        if len(out) >= opts.k or (opts.max_turns is not None and len(returned) >= opts.max_turns):
+            break
+        turns: list[dict[str, Any]] = []
+        episode_id = None
+        provenance: list[str] = []
+        if kind == "turns":
+            if h.item_id not in contexts:
+                contexts.update(_contexts(rt, user_id, [r]))
+            turns = [t for t in contexts.get(h.item_id, []) if t["turn_id"] not in returned]
+            if not turns:
+                continue  # already returned as the context of a better hit
+            if opts.max_turns is not None:
+                turns = turns[: opts.max_turns - len(returned)]
+            returned.update(t["turn_id"] for t in turns)
+            episode_id = str(r["episode"]["episode_id"]) if r.get("episode") else None
+            text = next((t["text"] for t in turns if t["turn_id"] == h.item_id), "")
+        else:
+            text = str(r["text"])
+            col = "source_episode_ids" if kind == "facts" else "evidence_episode_ids"
+            provenance = [str(x) for x in (r.get(col) or [])]
+            episode_id = provenance[0] if provenance else None
+        out.append(
+            MemoryHit(
+                kind=_HIT_KIND[kind],
+                item_id=h.item_id,
+                text=text,
+                turns=turns,
+                episode_id=episode_id,
+                provenance=provenance,
+                score=comp.score,
+                relevance=comp.relevance,
+                recency=comp.recency,
+                importance=comp.importance,
+                rrf=round(h.rrf, 6),
+                text_rank=h.text_rank,
+                dense_rank=h.dense_rank,
+                cosine=None if h.cosine is None else round(h.cosine, 6),
+            )
+        )
+    if opts.record and out:
+        _record_hits(rt, user_id, out, now)
+    return out
+
+
+def _record_hits(rt: Runtime, user_id: str, hits: Sequence[MemoryHit], now: datetime) -> None:
+    """Recall statistics for the facts and reflections returned, and for the
+    episodes that the returned turns came from (decay reads them)."""
+    for kind, table, column in (
+        ("fact", "facts", "fact_id"),
+        ("reflection", "reflections", "reflection_id"),
+    ):
+        ids = [h.item_id for h in hits if h.kind == kind]
+        if ids:
+            bump_recalls(rt.store, table, column, user_id, ids, now)
+    eps = [h.episode_id for h in hits if h.kind == "turn" and h.episode_id]
+    if eps:
+        bump_recalls(rt.store, "episodes", "episode_id", user_id, eps, now)

@@ -144,8 +144,14 @@ def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
             {e.episode_id for e in rt.episodes.list(u)}
             | {f.fact_id for f in rt.facts.list(u, include_inactive=True)}
             | {r.reflection_id for r in rt.reflections.list(u, include_archived=True)}
+            | {
+                t.turn_id
+                for h in rt.raw.streams(u)
+                for t in rt.raw.read(u, h.stream_id, -1, h.head_seq)
+            }
         )
         assert {h["item_id"] for h in hits} <= mine
+        assert {t["turn_id"] for h in hits for t in h["turns"]} <= mine
         flow("reflect", user=u, force=True)
         status = as_json(run(["status", "--user", u, "--json"]))
         assert all(s["user_id"] == u for s in status)

@@ -1,4 +1,5 @@
-"""`episodic search QUERY --user U --json`: items with every part of their score."""
+"""`episodic search QUERY --user U --json`: hybrid hits with their turns, their
+episode and every part of their score; `episodic episode ID`; `episodic reflections`."""
 
 from __future__ import annotations
 
@@ -9,51 +10,80 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from tests.integration.helpers import make_runtime
-from tests.integration.memory_items import episode, put
+from tasks.segment import poll_stream
+from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
+from tests.integration.memory_items import reflection
 
 PARTS = {
+    "kind",
+    "item_id",
+    "text",
+    "turns",
+    "episode_id",
+    "provenance",
     "score",
+    "relevance",
     "recency",
     "importance",
-    "similarity",
-    "raw_recency",
-    "raw_importance",
-    "raw_similarity",
-    "hours_since_access",
-    "recall_count",
-    "item_id",
-    "kind",
-    "text",
+    "rrf",
+    "text_rank",
+    "dense_rank",
+    "cosine",
 }
 
 
-def test_search_json_gives_score_components(tmp_path: Path) -> None:
+def _ingest(rt, tmp_path: Path, user: str) -> None:  # type: ignore[no-untyped-def]
+    src = write_jsonl(tmp_path / f"{user}.jsonl", synthetic_stream(user=user))
+    out = CliRunner().invoke(app, ["ingest", str(src), "--format", "jsonl", "--json"])
+    assert out.exit_code == 0, out.output
+    head = next(h.head_seq for h in rt.raw.streams(user))
+    poll_stream(rt, user, "s1", head_seq=head, flush=True)
+
+
+def test_search_json_gives_turns_episode_and_score_parts(tmp_path: Path) -> None:
     rt = make_runtime(tmp_path / "home")
-    put(
-        rt,
-        episode(rt, "u1", "the flaky integration test on the payments queue", seq=0, salience=7),
-        episode(rt, "u1", "a birthday cake recipe with lemon", seq=10, salience=3),
-        episode(rt, "u2", "the flaky integration test on the payments queue", seq=0),
-    )
+    _ingest(rt, tmp_path, "u1")
+    _ingest(rt, tmp_path, "u2")
+    rt.reflections.write([reflection(rt, "u1", "the user keeps deploying to staging with helm")])
     out = CliRunner().invoke(
-        app, ["search", "flaky payments test", "--user", "u1", "-k", "2", "--gamma", "2", "--json"]
+        app, ["search", "helm staging deploy", "--user", "u1", "-k", "3", "--json"]
     )
     assert out.exit_code == 0, out.output
     items = json.loads(out.stdout)
-    assert 1 <= len(items) <= 2
+    assert 1 <= len(items) <= 3
     assert all(set(i) == PARTS for i in items)
-    assert items[0]["text"].startswith("the flaky integration test")
-    u1 = {e.episode_id for e in rt.episodes.list("u1")}
-    assert {i["item_id"] for i in items} <= u1
+    first = next(i for i in items if i["kind"] == "turn")
+    assert "helm" in first["text"]
+    assert first["turns"][0]["turn_id"] == first["item_id"]  # the hit first, then neighbours
+    assert 2 <= len(first["turns"]) <= 3
+    mine = {t.turn_id for t in rt.raw.read("u1", "s1", -1, 10_000)}
     for i in items:
-        assert i["score"] == pytest.approx(i["recency"] + i["importance"] + 2 * i["similarity"])
-    # the CLI search is a real recall: the statistics moved
-    recalled = {e.episode_id: e.recall_count for e in rt.episodes.list("u1")}
-    assert all(recalled[i["item_id"]] == 1 for i in items)
+        assert {t["turn_id"] for t in i["turns"]} <= mine
+        assert 0.0 <= i["relevance"] <= 1.0
+        assert i["score"] == pytest.approx(
+            i["relevance"] + 0.1 * i["recency"] + 0.1 * i["importance"], abs=1e-5
+        )
+    returned = [t["turn_id"] for i in items for t in i["turns"]]
+    assert len(returned) == len(set(returned))  # no turn twice
+    # a real recall: the episode the turns came from was recalled once
+    eps = {e.episode_id: e for e in rt.episodes.list("u1")}
+    assert first["episode_id"] in eps and eps[first["episode_id"]].recall_count >= 1
+
+    shown = CliRunner().invoke(app, ["episode", first["episode_id"], "--user", "u1", "--json"])
+    assert shown.exit_code == 0, shown.output
+    ep = json.loads(shown.stdout)
+    assert first["item_id"] in {t["turn_id"] for t in ep["turns"]}
+    other = CliRunner().invoke(app, ["episode", first["episode_id"], "--user", "u2", "--json"])
+    assert other.exit_code == 1
+
+    refl = CliRunner().invoke(app, ["reflections", "--user", "u1", "--json"])
+    assert refl.exit_code == 0, refl.output
+    assert [r["text"] for r in json.loads(refl.stdout)] == [
+        "the user keeps deploying to staging with helm"
+    ]
 
 
 def test_search_rejects_an_unknown_kind(tmp_path: Path) -> None:
     make_runtime(tmp_path / "home")
-    out = CliRunner().invoke(app, ["search", "x", "--user", "u1", "--kinds", "turns", "--json"])
+    out = CliRunner().invoke(app, ["search", "x", "--user", "u1", "--kinds", "episodes", "--json"])
     assert out.exit_code == 2

@@ -1,0 +1,343 @@
+"""The one hybrid search: a full-text (BM25, LanceDB FTS) ranking and a vector
+(cosine) ranking of one user's rows, fused once by weighted reciprocal rank.
+
+Turns are searched through `turn_docs`, a derived table with one row per raw
+turn: its text with the speaker and the turn before it in the same stream
+(`episodic.retrieval.turn_doc`), the document BM25 sees. Their vectors stay in
+`turn_vectors` (one embedding per turn, the one the segmenter uses). Facts and
+reflections carry text and vector in their own tables.
+
+User values only ever reach LanceDB as bound literals (`storage.filters`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from lancedb import col, lit
+from lancedb.expr import Expr
+from lancedb.index import FTS, BTree
+
+from episodic.retrieval import RRF_K, W_DENSE, W_TEXT, rrf_scores
+from storage import filters
+from storage.codec import to_naive
+from storage.db import Store
+
+TURN_DOCS = "turn_docs"
+
+
+def turn_docs_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            ("turn_id", pa.string()),
+            ("user_id", pa.string()),
+            ("stream_id", pa.string()),
+            ("seq", pa.int64()),
+            ("event_ts", pa.timestamp("us")),
+            ("doc", pa.string()),
+        ]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One fused hit: its id, the fused score and the rank in each channel (0: absent)."""
+
+    item_id: str
+    rrf: float
+    text_rank: int
+    dense_rank: int
+    cosine: float | None
+
+
+def fuse(
+    text_ids: Sequence[str],
+    dense_ids: Sequence[str],
+    *,
+    w_text: float = W_TEXT,
+    w_dense: float = W_DENSE,
+    k: int = RRF_K,
+) -> list[tuple[str, float]]:
+    """The one RRF: sum of w / (k + rank) over the two rankings, best first."""
+    return rrf_scores([text_ids, dense_ids], k=k, weights=[w_text, w_dense])
+
+
+class TurnDocs:
+    """The derived, append-only search documents of raw turns."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._tbl: Any = None
+
+    @property
+    def table(self) -> Any:
+        if self._tbl is None:
+            try:
+                self._tbl = self.store.db.open_table(TURN_DOCS)
+            except (FileNotFoundError, ValueError):
+                self._tbl = self.store.db.create_table(
+                    TURN_DOCS, schema=turn_docs_schema(), exist_ok=True
+                )
+        return self._tbl
+
+    def watermark(self, user_id: str, stream_id: str) -> int:
+        """The highest seq with a document in this stream, -1 when none."""
+        rows = (
+            self.table.search()
+            .where(filters.stream(user_id, stream_id))
+            .select(["seq"])
+            .limit(None)
+            .to_arrow()
+        )
+        seqs = rows.column("seq").to_pylist() if rows.num_rows else []
+        return int(max(seqs)) if seqs else -1
+
+    def put(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Append documents (idempotent on turn_id); index them for BM25."""
+        if not rows:
+            return 0
+        data = pa.Table.from_pylist(
+            [{**r, "event_ts": to_naive(r["event_ts"])} for r in rows], schema=turn_docs_schema()
+        )
+        (self.table.merge_insert("turn_id").when_not_matched_insert_all().execute(data))
+        self.ensure_index()
+        return len(rows)
+
+    def ensure_index(self) -> None:
+        """FTS on `doc` and a BTree on `user_id`, once; later rows are searched
+        unindexed until `optimize()` (the maintain flow) folds them in."""
+        have = {tuple(ix.columns) for ix in self.table.list_indices()}
+        if ("doc",) not in have:
+            self.table.create_index("doc", config=FTS(), replace=True)
+        if ("user_id",) not in have:
+            self.table.create_index("user_id", config=BTree())
+
+    def by_ids(self, user_id: str, turn_ids: Sequence[str]) -> list[dict[str, Any]]:
+        if not turn_ids:
+            return []
+        return list(
+            self.table.search()
+            .where(filters.user_in(user_id, "turn_id", turn_ids))
+            .select(["turn_id", "stream_id", "seq", "event_ts"])
+            .limit(len(set(turn_ids)) + 1)
+            .to_list()
+        )
+
+    def around(self, user_id: str, stream_id: str, lo: int, hi: int) -> list[dict[str, Any]]:
+        """The documents of seqs lo..hi of one stream, in seq order."""
+        rows = (
+            self.table.search()
+            .where(
+                filters.stream(user_id, stream_id)
+                & (col("seq") >= lit(lo))
+                & (col("seq") <= lit(hi))
+            )
+            .select(["turn_id", "seq", "event_ts"])
+            .limit(hi - lo + 2)
+            .to_list()
+        )
+        return sorted(rows, key=lambda r: int(r["seq"]))
+
+
+def _text_ids(tbl: Any, query: str, cond: Expr, id_column: str, n: int) -> list[str]:
+    if not query.strip():
+        return []
+    try:
+        hits = (
+            tbl.search(query, query_type="fts")
+            .where(cond, prefilter=True)
+            .select([id_column, "_score"])
+            .limit(n)
+            .to_list()
+        )
+    except (ValueError, RuntimeError):  # no FTS index yet, or a query it cannot parse
+        return []
+    return [str(h[id_column]) for h in hits]
+
+
+def _dense(
+    tbl: Any, qvec: np.ndarray, column: str, cond: Expr, id_column: str, n: int
+) -> list[tuple[str, float]]:
+    hits = (
+        tbl.search(qvec, vector_column_name=column)
+        .distance_type("cosine")
+        .where(cond, prefilter=True)
+        .select([id_column, "_distance"])  # named: no lance deprecation warning
+        .limit(n)
+        .to_list()
+    )
+    return [(str(h[id_column]), 1.0 - float(h.get("_distance", 1.0))) for h in hits]
+
+
+def hybrid(
+    store: Store,
+    *,
+    text_table: str,
+    text_filter: Expr,
+    vector_table: str,
+    vector_column: str,
+    vector_filter: Expr,
+    id_column: str,
+    query: str,
+    qvec: np.ndarray,
+    n: int,
+) -> list[Hit]:
+    """BM25 top-n and cosine top-n of one kind of row, fused by the one RRF."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    ttbl = TurnDocs(store).table if text_table == TURN_DOCS else store.table(text_table)
+    vtbl = store.table(vector_table)
+    text = _text_ids(ttbl, query, text_filter, id_column, n)
+    dense = _dense(vtbl, qvec, vector_column, vector_filter, id_column, n)
+    cos = dict(dense)
+    t_rank = {i: r for r, i in enumerate(text, start=1)}
+    d_rank = {i: r for r, (i, _) in enumerate(dense, start=1)}
+    return [
+        Hit(i, s, t_rank.get(i, 0), d_rank.get(i, 0), cos.get(i))
+        for i, s in fuse(text, [i for i, _ in dense])
+    ]
+
+
+def search_turns(
+    store: Store, user_id: str, model: str, query: str, qvec: np.ndarray, n: int
+) -> list[Hit]:
+    return hybrid(
+        store,
+        text_table=TURN_DOCS,
+        text_filter=filters.user(user_id),
+        vector_table="turn_vectors",
+        vector_column="vector",
+        vector_filter=filters.user(user_id) & filters.eq("model", model),
+        id_column="turn_id",
+        query=query,
+        qvec=qvec,
+        n=n,
+    )
+
+
+def search_table(
+    store: Store,
+    table: str,
+    id_column: str,
+    user_id: str,
+    query: str,
+    qvec: np.ndarray,
+    n: int,
+    status: str = "active",
+) -> list[Hit]:
+    """Facts or reflections: text and vector in the same table."""
+    cond = filters.user(user_id) & filters.eq("status", status)
+    return hybrid(
+        store,
+        text_table=table,
+        text_filter=cond,
+        vector_table=table,
+        vector_column="vector",
+        vector_filter=cond,
+        id_column=id_column,
+        query=query,
+        qvec=qvec,
+        n=n,
+    )
+
+
+def rows_by_ids(
+    store: Store, table: str, id_column: str, user_id: str, ids: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    if not ids:
+        return {}
+    rows = (
+        store.table(table)
+        .search()
+        .where(filters.user_in(user_id, id_column, ids))
+        .limit(len(set(ids)) + 1)
+        .to_list()
+    )
+    return {str(r[id_column]): r for r in rows}
+
+
+def episodes_of(
+    store: Store, user_id: str, stream_id: str, seqs: Sequence[int]
+) -> dict[int, dict[str, Any]]:
+    """The episode holding each seq of one stream (closed episodes only)."""
+    if not seqs:
+        return {}
+    holds: Expr | None = None
+    for s in sorted(set(seqs)):
+        one = (col("first_seq") <= lit(s)) & (col("last_seq") >= lit(s))
+        holds = one if holds is None else holds | one
+    assert holds is not None
+    cond = filters.stream(user_id, stream_id) & holds
+    rows = (
+        store.table("episodes")
+        .search()
+        .where(cond)
+        .select(["episode_id", "first_seq", "last_seq", "salience", "summary", "status"])
+        .limit(None)
+        .to_list()
+    )
+    out: dict[int, dict[str, Any]] = {}
+    for s in seqs:
+        for r in rows:
+            if int(r["first_seq"]) <= s <= int(r["last_seq"]):
+                out[s] = r
+                break
+    return out
+
+
+class TextIndex:
+    """A throwaway BM25 index of numbered texts per user (evaluation baselines:
+    windows, sessions, episodes as documents), the same LanceDB FTS as turns."""
+
+    def __init__(self, store: Store, name: str) -> None:
+        self.store = store
+        self.name = name
+        self._tbl: Any = None
+
+    def put(self, user_id: str, texts: Sequence[str]) -> None:
+        data = pa.Table.from_pylist(
+            [{"user_id": user_id, "unit": i, "text": t} for i, t in enumerate(texts)],
+            schema=pa.schema(
+                [("user_id", pa.string()), ("unit", pa.int64()), ("text", pa.string())]
+            ),
+        )
+        if self._tbl is None:
+            self._tbl = self.store.db.create_table(self.name, data=data, mode="overwrite")
+        else:
+            self._tbl.add(data)
+        self._tbl.create_index("text", config=FTS(), replace=True)
+
+    def query(self, user_id: str, query: str, n: int) -> list[int]:
+        if self._tbl is None or not query.strip():
+            return []
+        try:
+            hits = (
+                self._tbl.search(query, query_type="fts")
+                .where(filters.user(user_id), prefilter=True)
+                .select(["unit", "_score"])
+                .limit(n)
+                .to_list()
+            )
+        except (ValueError, RuntimeError):
+            return []
+        return [int(h["unit"]) for h in hits]
+
+
+def raw_at(store: Store, user_id: str, stream_id: str, seqs: Sequence[int]) -> list[dict[str, Any]]:
+    """Raw rows (turn_id, seq, role, text, event_ts, meta) of some seqs of one stream."""
+    if not seqs:
+        return []
+    want = sorted(set(int(s) for s in seqs))
+    rows = (
+        store.table("raw_turns")
+        .search()
+        .where(filters.stream(user_id, stream_id) & col("seq").isin(want))
+        .select(["turn_id", "seq", "role", "text", "event_ts", "meta"])
+        .limit(len(want) + 1)
+        .to_list()
+    )
+    return sorted(rows, key=lambda r: int(r["seq"]))

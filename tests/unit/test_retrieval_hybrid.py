@@ -1,0 +1,64 @@
+"""The pure pieces of the shipped search: weighted RRF, fixed-scale scores,
+turn documents and the context around a hit."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from episodic.retrieval import (
+    RRF_K,
+    W_DENSE,
+    W_TEXT,
+    ScoreWeights,
+    context_rows,
+    fixed_score,
+    relevance,
+    rrf_scores,
+    turn_doc,
+    turn_line,
+)
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def test_weighted_rrf_orders_by_weight_and_rank() -> None:
+    fused = dict(rrf_scores([["a", "b"], ["b", "c"]], k=60, weights=[1.0, 0.5]))
+    assert fused["a"] == pytest.approx(1 / 61)
+    assert fused["b"] == pytest.approx(1 / 62 + 0.5 / 61)
+    assert fused["c"] == pytest.approx(0.5 / 62)
+    with pytest.raises(ValueError):
+        rrf_scores([["a"]], weights=[1.0, 1.0])
+    with pytest.raises(ValueError):
+        rrf_scores([["a"]], weights=[-1.0])
+
+
+def test_relevance_is_on_a_fixed_scale() -> None:
+    top = (W_TEXT + W_DENSE) / (RRF_K + 1)
+    assert relevance(top) == 1.0
+    assert relevance(0.0) == 0.0
+    # a lone weak candidate stays weak: no min-max over the candidates
+    assert relevance(W_DENSE / (RRF_K + 50)) < 0.25
+
+
+def test_fixed_score_components_and_weights() -> None:
+    w = ScoreWeights(recency_weight=0.1, importance_weight=0.1, half_life_hours=24.0)
+    c = fixed_score((W_TEXT + W_DENSE) / (RRF_K + 1), T0 - timedelta(hours=24), 5.0, T0, w)
+    assert (c.relevance, c.recency, c.importance) == (1.0, 0.5, 0.5)
+    assert c.score == pytest.approx(1.0 + 0.05 + 0.05)
+    assert fixed_score(0.0, T0, 99.0, T0, w).importance == 1.0  # clipped to the scale
+
+
+def test_turn_doc_holds_the_turn_before() -> None:
+    line = turn_line("Jon", "I lost my job", "a photo of a desk")
+    assert line == "Jon: I lost my job [image: a photo of a desk]"
+    assert turn_doc(line, "Gina: what happened?") == "Gina: what happened?\n" + line
+    assert turn_doc(line, None) == line
+
+
+def test_context_is_hit_first_and_stops_at_gaps() -> None:
+    times = [T0, T0 + timedelta(minutes=1), T0 + timedelta(minutes=2), T0 + timedelta(hours=5)]
+    assert context_rows([1, 2, 3, 4], times, 1) == [1, 0, 2]
+    assert context_rows([1, 2, 3, 4], times, 2) == [2, 1]  # 3 is five hours later
+    assert context_rows([1, 2, 4, 5], times, 1) == [1, 0]  # seq 3 missing: a hole
