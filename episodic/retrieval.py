@@ -262,7 +262,7 @@ class ScoreWeights(BaseModel):
 
     recency_weight: float = Field(default=0.1, ge=0.0, le=10.0, allow_inf_nan=False)
     importance_weight: float = Field(default=0.1, ge=0.0, le=10.0, allow_inf_nan=False)
-    half_life_hours: float = Field(default=24.0 * 7, gt=0.0, allow_inf_nan=False)
+    half_life_hours: float = Field(default=24.0, gt=0.0, allow_inf_nan=False)
 
 
 @dataclass(frozen=True, slots=True)

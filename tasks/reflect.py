@@ -89,7 +89,9 @@ def reflect_user(
     made: dict[str, Reflection] = {}
     for q in focal.questions:
         # the evidence pool: the recent episodes plus what retrieval brings back
-        hits = search(rt, user_id, q, SearchOptions(k=10, kinds=("episodes", "facts")), now=now)
+        # the reflection's own retrieval is not a recall: it must not slow the decay
+        opts = SearchOptions(k=10, kinds=("episodes", "facts"), record=False)
+        hits = search(rt, user_id, q, opts, now=now)
         pool = list(sources)
         seen = {s.item_id for s in pool}
         for h in hits:
