@@ -116,6 +116,9 @@ def base_env(tmp: Path, api_url: str | None = None) -> dict[str, str]:
             "DO_NOT_TRACK": "1",
             "PREFECT_WORKER_QUERY_SECONDS": "2",
             "PREFECT_WORKER_PREFETCH_SECONDS": "5",
+            # a run without its own EPISODIC_DB_URI (a schedule firing before
+            # the pause) stays inside the temporary folder
+            "EPISODIC_HOME": str(tmp / "episodic"),
             "EPISODIC_EMBEDDER": "hash",
             "EPISODIC_LLM": "offline",
             "HF_HUB_OFFLINE": "1",
@@ -293,6 +296,24 @@ def end_state(db_uri: str, users: list[str]) -> dict[str, Any]:
     return {"episodes": episodes, "lost": lost, "duplicates": dup}
 
 
+def reference_state(api_url: str, db_uri: str, users: list[str]) -> dict[str, Any]:
+    """The uninterrupted end state: each user consolidated in this process,
+    one after another, against the same server (no worker involved)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from episodic.config import load_settings
+    from flows.consolidate import consolidate
+    from tasks.runtime import use_runtime
+
+    settings = load_settings().model_copy(
+        update={"db_uri": db_uri, "embedder": "hash", "llm": "offline"}
+    )
+    with temporary_settings({PREFECT_API_URL: api_url}), use_runtime(settings):
+        for u in users:
+            consolidate(user=u, flush=True)
+    return end_state(db_uri, users)
+
+
 def _client(api_url: str) -> Any:
     from prefect.client.orchestration import SyncPrefectClient
 
@@ -389,6 +410,7 @@ def scale_out(
     turns: int = 60,
     kill: bool = True,
     tmp: Path | None = None,
+    clean: bool = True,
 ) -> dict[str, Any]:
     """The figures of `episodic bench scale-out --json`."""
     base = Path(tempfile.mkdtemp(prefix="episodic-scale-", dir=tmp))
@@ -397,9 +419,14 @@ def scale_out(
     out: dict[str, Any] = {"users": users, "streams": users * streams, "turns": len(rows)}
     try:
         with stack(base) as st:
-            reference: dict[str, Any] | None = None
+            ref_db = str(base / "lancedb-reference")
+            ingest_corpus(ref_db, rows, base)
+            ref = reference_state(st.api_url, ref_db, names)
+            reference = ref["episodes"]
+            out["reference"] = {"lost": ref["lost"], "duplicates": ref["duplicates"]}
             passes = []
-            cases = [(n, False) for n in workers] + ([(max(workers), True)] if kill else [])
+            cases = [(n, False) for n in workers if clean]
+            cases += [(max(workers), True)] if kill else []
             for n, with_kill in cases:
                 while len([w for w in st.workers if w.poll() is None]) < n:
                     st.start_worker(len(st.workers))
@@ -410,8 +437,6 @@ def scale_out(
                 ingest_corpus(db, rows, base)
                 res = run_users(st, names, db, kill_after_s=5.0 if with_kill else None)
                 state = end_state(db, names)
-                if reference is None:
-                    reference = state["episodes"]
                 res.update(
                     workers=n,
                     kill=with_kill,
