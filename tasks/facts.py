@@ -1,5 +1,9 @@
 """Fact distillation and merge for closed episodes, one user at a time.
 
+Candidate facts come from the episode digest the salience step already asked
+for (`tasks.digests`); only an episode not digested in this process is
+extracted here, with its own call.
+
 Per episode: extract, find candidates, decide, then persist the decisions as
 a plan on the episode row before applying them. A crash after the plan is
 saved replays the same plan (its writes are idempotent); a crash before it
@@ -21,6 +25,7 @@ from episodic.models import Episode, Turn, now_utc
 from episodic.vocab import FactsState
 from storage.facts import PlannedFact, new_fact_id
 from storage.lease import user_lease
+from tasks import digests
 from tasks.crashpoints import crashpoint
 from tasks.fact_mirror import ActiveFacts
 from tasks.runtime import Runtime
@@ -41,7 +46,9 @@ def extract_episode(
     rt: Runtime, e: Episode, now: datetime, known: dict[str, Turn] | None = None
 ) -> tuple[list[Any], np.ndarray]:
     """The episode's new facts and their vectors (the part that needs no store)."""
-    new_facts = extract_facts(rt.provider, _views(rt, e, known), now=now)
+    new_facts = digests.take(e.user_id, e.episode_id)
+    if new_facts is None:
+        new_facts = extract_facts(rt.provider, _views(rt, e, known), now=now)
     if not new_facts:
         return [], np.zeros((0, rt.embedder.dim), dtype=np.float32)
     return new_facts, rt.embedder.embed([f.text for f in new_facts])
@@ -62,9 +69,12 @@ def extract_window(
 ) -> dict[str, tuple[list[Any], np.ndarray]]:
     """Extract every episode's facts, then embed them all in one batch: one
     model call per window instead of one per episode."""
-    facts = {
-        e.episode_id: extract_facts(rt.provider, _views(rt, e, known), now=now) for e in episodes
-    }
+    facts: dict[str, list[Any]] = {}
+    for e in episodes:
+        held = digests.take(e.user_id, e.episode_id)
+        facts[e.episode_id] = (
+            held if held is not None else extract_facts(rt.provider, _views(rt, e, known), now=now)
+        )
     texts = [f.text for fs in facts.values() for f in fs]
     vecs = rt.embedder.embed(texts) if texts else np.zeros((0, rt.embedder.dim), np.float32)
     out: dict[str, tuple[list[Any], np.ndarray]] = {}

@@ -1,5 +1,9 @@
 """Salience for closed episodes that have none yet: one anchored score per
-episode, never per turn, written back in one batch per chunk."""
+episode, never per turn, written back in one batch per chunk.
+
+The question asked is the episode digest (`episodic.digest`): one call gives
+the score, the summary and the candidate facts, which are held for the fact
+step of the same run (`tasks.digests`)."""
 
 from __future__ import annotations
 
@@ -9,8 +13,9 @@ from datetime import datetime
 
 import numpy as np
 
+from episodic.digest import digest_episode
 from episodic.models import Episode, Turn, now_utc
-from episodic.salience import EpisodeTurn, score_episode
+from tasks import digests
 from tasks.crashpoints import crashpoint
 from tasks.runtime import Runtime
 
@@ -53,16 +58,17 @@ def score_pending(
         ts = [turns[t] for t in e.turn_ids if t in turns]
         if not ts:
             continue
-        view = [EpisodeTurn(role=t.role, kind=t.kind, text=t.text) for t in ts]
         mat = np.asarray([vecs[t.turn_id] for t in ts if t.turn_id in vecs], dtype=np.float32)
-        res = score_episode(
+        digest = digest_episode(
             rt.provider,
-            view,
+            ts,
             vectors=mat if len(mat) == len(ts) else None,
             prior_centroids=prior,
             domain=rt.settings.domain,
             now=now,
         )
+        digests.hold(user_id, e.episode_id, digest.facts)
+        res = digest.salience
         rationale = res.rationale if res.error is None else f"{res.rationale} [error: {res.error}]"
         changes[e.episode_id] = {
             "salience": int(res.score),

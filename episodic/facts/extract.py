@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from episodic.facts.normalize import normalize
-from episodic.facts.schema import ExtractedFacts
+from episodic.facts.schema import ExtractedFact, ExtractedFacts
 from episodic.facts.types import FactTurn, NewFact
 from episodic.llm.base import LLMProvider
 from episodic.llm.fallback import structured_or_offline
@@ -38,16 +38,25 @@ def extract_facts(
     )
     if answer.error:
         log.warning("fact extraction fell back to %s: %s", answer.source, answer.error)
+    return facts_of(answer.value.facts, turns, answer.source)
+
+
+def facts_of(
+    extracted: Sequence[ExtractedFact], turns: Sequence[FactTurn], source: str
+) -> list[NewFact]:
+    """The model's (or the offline extractor's) facts as `NewFact`s: turn numbers
+    mapped to turn ids, unsupported and empty facts dropped with a warning, the
+    same fact twice merged into one."""
     facts: list[NewFact] = []
     seen: dict[str, int] = {}
-    for fact in answer.value.facts:
+    for fact in extracted:
         text = " ".join(fact.text.split())
         support = sorted({i for i in fact.support if 1 <= i <= len(turns)})
         if not text or not support:
             log.warning(
                 "dropped fact %r from %s: no supporting turn among 1..%d (cited %s)",
                 fact.text,
-                answer.source,
+                source,
                 len(turns),
                 fact.support,
             )
@@ -55,7 +64,7 @@ def extract_facts(
         cited = [turns[i - 1] for i in support]
         key = normalize(text)
         if not key:
-            log.warning("dropped fact %r from %s: no words in it", fact.text, answer.source)
+            log.warning("dropped fact %r from %s: no words in it", fact.text, source)
             continue
         if key in seen:
             # the same fact stated twice: one fact, supported by both
@@ -70,7 +79,7 @@ def extract_facts(
                 text=text,
                 support_turn_ids=tuple(dict.fromkeys(t.turn_id for t in cited)),
                 valid_from=min(utc(t.event_ts) for t in cited),
-                decided_by=answer.source,
+                decided_by=source,
             )
         )
     return facts

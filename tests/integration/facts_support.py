@@ -37,6 +37,7 @@ STREAM = "s1"
 MERGE = "MergeDecisions"
 EXTRACT = "ExtractedFacts"
 SALIENCE = "SalienceRating"
+DIGEST = "EpisodeDigest"  # salience, summary and candidate facts in one answer
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,9 @@ class ScriptedModel:
         tool = tool_name(body)
         self.calls[tool] += 1
         prompt = _first_user_text(body)
+        if tool == DIGEST:
+            rating = {"score": self.salience, "rationale": "scripted", "summary": "scripted"}
+            return Answer({"rating": rating, "facts": self._facts(prompt)})
         if tool == SALIENCE:
             return Answer({"score": self.salience, "rationale": "scripted", "summary": "scripted"})
         if tool == EXTRACT:

@@ -21,6 +21,7 @@ from episodic.llm.fake import FakeProvider
 from flows.consolidate import consolidate
 from tasks.runtime import Runtime
 from tests.integration.facts_support import (
+    DIGEST,
     EXTRACT,
     MERGE,
     USER,
@@ -99,13 +100,13 @@ def test_empty_store_adds_without_a_call(env: Env) -> None:
     assert env.merge_calls() == 0
     assert _history_events(env.rt) == [("ADD", "rule")]
     if env.model is not None:  # the model did the extraction: the path was really used
-        assert env.model.calls[EXTRACT] == 1
+        assert env.model.calls[DIGEST] == 1 and env.model.calls[EXTRACT] == 0
         assert env.rt.facts.list(USER)[0].text == "User lives in Paris"
         episode = env.rt.episodes.list(USER)[0]
         assert (episode.salience, episode.salience_source) == (6, "claude-stub")
-        # two answers served (salience, extraction), their tokens counted
-        assert summary["llm_calls"] == 2
-        assert summary["tokens"] == {"input": 40, "output": 14}
+        # one answer served (the digest: salience, summary and facts), its tokens counted
+        assert summary["llm_calls"] == 1
+        assert summary["tokens"] == {"input": 20, "output": 7}
 
 
 def test_same_fact_twice_is_one_fact_and_a_noop_without_a_call(env: Env) -> None:

@@ -35,6 +35,11 @@ INVALID = {"__invalid__": True}
 
 
 def valid_answer(tool: str, rng: random.Random) -> dict[str, Any]:
+    if tool == "EpisodeDigest":
+        return {
+            "rating": valid_answer("SalienceRating", rng),
+            "facts": valid_answer("ExtractedFacts", rng)["facts"],
+        }
     if tool == "SalienceRating":
         return {"score": rng.randint(1, 10), "rationale": "stub rating", "summary": "stub summary"}
     if tool == "ExtractedFacts":
@@ -55,6 +60,7 @@ def valid_answer(tool: str, rng: random.Random) -> dict[str, Any]:
 def invalid_answer(tool: str) -> dict[str, Any]:
     """An answer that parses but breaks the response model."""
     return {
+        "EpisodeDigest": {"rating": {"score": 11, "rationale": "off the scale"}, "facts": []},
         "SalienceRating": {"score": 11, "rationale": "off the scale"},
         "ExtractedFacts": {"facts": [{"text": "x", "support": [999]}]},
         "MergeDecisions": {"decisions": [{"event": "UPDATE", "new_index": 1}]},
