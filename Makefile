@@ -10,6 +10,9 @@ export DO_NOT_TRACK ?= 1
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+
 .PHONY: install demo test lint bench clean
 
 $(VENV)/.installed: pyproject.toml
@@ -17,7 +20,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# the CPU build of torch first: an open range would pull a multi-GB CUDA build
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	# llama.cpp built for this sandbox's CPUs: the native build uses AVX-512/AMX and
+	# crashes on the first generation; pip caches the wheel, later installs reuse it
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q -e '.[dev,local]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -69,6 +69,10 @@ def run_bench(
 
         # --turns caps the largest number of streams (a smoke run)
         return bench_streams(SIZES if turns is None else tuple(n for n in SIZES if n <= turns))
+    if name == "llm":
+        from bench.llm import bench_llm
+
+        return bench_llm(max_turns=turns)
     if name == "api":
         from bench.api import bench_api
 

@@ -570,10 +570,11 @@ def maintain(
 
 
 # commands that live in their own modules
-from cli import agents, ops  # noqa: E402
+from cli import agents, llm, ops  # noqa: E402
 
 ops.register(app)
 agents.register(app)
+llm.register(app)
 
 
 def main() -> None:

@@ -52,6 +52,7 @@ class Settings(HomeSettings):
     llm_retry_base_s: NonNegative = 0.5  # first backoff delay; doubles per retry
     llm_cache: bool = True
     llm_mode: str = "tools"  # instructor's mode for openai: tools, json or json_schema
+    llm_max_tokens: Annotated[int, Field(ge=16)] | None = None  # per answer (openai); local: 512
     # the providers' own variable names, without the prefix
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")

@@ -89,6 +89,7 @@ def make_provider(
             api_key=key,
             base_url=base_url,
             mode=cast(OpenAIMode, mode),
+            max_tokens=settings.llm_max_tokens,
             timeout_s=settings.llm_timeout_s,
             retries=settings.llm_retries,
             policy=policy,

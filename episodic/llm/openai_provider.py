@@ -4,7 +4,11 @@
 "json" (`response_format={"type": "json_object"}` with the schema in the
 system prompt; the safest choice for small local models) or "json_schema"
 (`response_format` with the schema itself; vLLM and recent Ollama honour it).
-Temperature 0 and a fixed seed keep answers as repeatable as the server allows.
+Temperature 0 and a fixed seed keep answers as repeatable as the server allows;
+`max_tokens` (EPISODIC_LLM_MAX_TOKENS) bounds each answer, which a small local
+model needs: it otherwise runs on until the server's limit. For llama.cpp's
+server use "tools": it turns the forced tool call into a grammar from the
+schema, while "json_schema" gets a 500 there and "json" rambles.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class OpenAIProvider(InstructorProvider):
         base_url: str | None = OLLAMA_BASE_URL,
         mode: OpenAIMode = "tools",
         seed: int | None = 0,
+        max_tokens: int | None = None,
         timeout_s: float = 30.0,
         retries: int = 3,
         policy: RetryPolicy | None = None,
@@ -55,6 +60,9 @@ class OpenAIProvider(InstructorProvider):
             raise ValueError(f"mode must be tools, json or json_schema, got {mode!r}")
         self.mode: OpenAIMode = mode
         self.seed = seed
+        if max_tokens is not None and max_tokens <= 0:
+            raise ValueError(f"max_tokens must be > 0, got {max_tokens}")
+        self.max_tokens = max_tokens
 
     def __repr__(self) -> str:
         return (
@@ -92,6 +100,8 @@ class OpenAIProvider(InstructorProvider):
         hooks: Any,
     ) -> T:
         extra: dict[str, Any] = {} if self.seed is None else {"seed": self.seed}
+        if self.max_tokens is not None:
+            extra["max_tokens"] = self.max_tokens
         value: T = client.chat.completions.create(
             model=self.model,
             messages=protected(messages) if context else messages,
