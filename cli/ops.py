@@ -117,6 +117,7 @@ def plot(
     out: Path | None = typer.Option(
         None, "--out", help="PNG to write (default: the user's latest picture under EPISODIC_HOME)"
     ),
+    as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Draw a stream over time: turns, signal scores against thresholds, cuts and reasons."""
     import shutil
@@ -135,6 +136,17 @@ def plot(
     if target != latest:  # the consolidate artifact names the latest picture
         latest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(target, latest)
+    if as_json:
+        _json(
+            {
+                "path": str(target),
+                "stream_id": tl.stream_id,
+                "turns": len(tl.turns),
+                "episodes": len(tl.episodes),
+                "cuts": len(tl.cuts),
+            }
+        )
+        return
     console.print(
         f"{target}: stream {tl.stream_id}, {len(tl.turns)} turns, "
         f"{len(tl.episodes)} episodes, {len(tl.cuts)} cuts"

@@ -29,6 +29,15 @@ def _json(*args: str) -> Any:
     return json.loads(res.stdout)
 
 
+def _unknown(*args: str) -> None:
+    """A user-scoped read as a user with nothing stored: exit 1, stdout empty."""
+    from cli.main import app
+
+    res = CliRunner().invoke(app, list(args))
+    assert res.exit_code == 1 and res.stdout == "", res.output
+    assert "unknown user" in res.stderr
+
+
 @pytest.fixture
 def alice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runtime:
     rt = runtime_for("offline", tmp_path / "home", monkeypatch)
@@ -46,14 +55,14 @@ def alice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runtime:
 
 @pytest.mark.parametrize("user", HOSTILE)
 def test_hostile_user_id_reads_nothing_of_alice(alice: Runtime, user: str) -> None:
-    assert _json("episodes", "--user", user, "--json") == []
-    assert _json("facts", "--user", user, "--json") == []
-    assert _json("facts", "--user", user, "--all", "--json") == []
-    assert _json("facts", "--user", user, "--as-of", "2030-01-01", "--json") == []
+    _unknown("episodes", "--user", user, "--json")
+    _unknown("facts", "--user", user, "--json")
+    _unknown("facts", "--user", user, "--all", "--json")
+    _unknown("facts", "--user", user, "--as-of", "2030-01-01", "--json")
     for query in ("Paris", "dog named Rex", "' OR '1'='1"):
         assert _json("search", query, "--user", user, "--json") == []
     fact = alice.facts.list("alice")[0]
-    assert _json("history", fact.fact_id, "--user", user, "--json") == []
+    _unknown("history", fact.fact_id, "--user", user, "--json")
     # alice still sees her own
     hits = _json("search", "Paris", "--user", "alice", "--json")
     # the best hit (a turn with its neighbours, or a fact) holds what was asked

@@ -315,7 +315,7 @@ def test_real_process_prints_a_message_not_a_traceback(tmp_path: Path) -> None:
     env = {**os.environ, "EPISODIC_HOME": str(tmp_path / "home"), "EPISODIC_EMBEDDER": "hash"}
     exe = Path(sys.executable).with_name("episodic")
     proc = subprocess.run(
-        [str(exe), "ingest", str(path), "--format", "jsonl"],
+        [str(exe), "ingest", str(path), "--format", "jsonl", "--json"],
         env=env,
         capture_output=True,
         text=True,
@@ -323,7 +323,8 @@ def test_real_process_prints_a_message_not_a_traceback(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stdout + proc.stderr
-    assert "rejected" in proc.stdout and "line 1" in proc.stdout
+    report = json.loads(proc.stdout)
+    assert report["accepted"] == 0 and report["rejected_lines"][0]["line"] == 1
     proc = subprocess.run(
         [str(exe), "ingest", str(tmp_path / "missing.jsonl")],
         env=env,

@@ -1,0 +1,58 @@
+"""The CLI's surface: flags show as flags in `--help` at any width, and a
+consolidation with full-text indexes plus a search leave no LanceDB
+deprecation warning on stderr (the Rust logger writes to fd 2, so capfd)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.consolidate import consolidate
+from tasks.runtime import use_runtime
+from tests.integration.helpers import settings_at, synthetic_stream, write_jsonl
+
+COMMANDS = [
+    ["status"], ["ingest"], ["consolidate"], ["episodes"], ["facts"], ["doctor"],
+    ["rejected"], ["export"], ["import"], ["plot"], ["eval", "segment"], ["eval", "locomo"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_flags_show_as_flags_in_help(columns: str) -> None:
+    from cli.main import app
+
+    for cmd in COMMANDS:
+        res = CliRunner().invoke(app, [*cmd, "--help"], env={"COLUMNS": columns})
+        assert res.exit_code == 0, res.output
+        assert "<bool>" not in res.output, cmd
+        assert "--json" in res.output, cmd
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_no_lance_deprecation_warning(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    from cli.main import app
+
+    def says(stream: str, ts: str, *texts: str) -> list[dict[str, str]]:
+        row = {"user_id": "u1", "stream_id": stream, "role": "user", "ts": ts}
+        return [{**row, "text": t} for t in texts]
+
+    turns = synthetic_stream("u1", "s1")
+    first = write_jsonl(tmp_path / "a.jsonl", turns + says("s1", "2025-03-02T09:00:00+00:00",
+                        "I live in Paris.", "I have a dog named Rex."))  # fmt: skip
+    turns = synthetic_stream("u1", "s2") + says("s2", "2025-03-09T09:00:00+00:00",
+                                                "I moved to Berlin.", "I use vim.")  # fmt: skip
+    second = write_jsonl(tmp_path / "b.jsonl", turns)
+    with use_runtime(settings_at(tmp_path / "h")) as rt:
+        CliRunner().invoke(app, ["ingest", str(first), "--json"])
+        consolidate(flush=True)
+        rt.store.ensure_indexes()  # full-text indexes on episodes and facts now
+        assert rt.store.has_fts("facts")
+        CliRunner().invoke(app, ["ingest", str(second), "--json"])
+        consolidate(flush=True)  # fact merge looks candidates up by text too
+        res = CliRunner().invoke(app, ["search", "Paris deploy", "--user", "u1", "--json"])
+        assert res.exit_code == 0 and json.loads(res.stdout)
+    err = capfd.readouterr().err
+    assert "lance::dataset::scanner" not in err and "Deprecation warning" not in err
