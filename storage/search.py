@@ -166,7 +166,7 @@ def _dense(
         tbl.search(qvec, vector_column_name=column)
         .distance_type("cosine")
         .where(cond, prefilter=True)
-        .select([id_column])
+        .select([id_column, "_distance"])  # named: no lance deprecation warning
         .limit(n)
         .to_list()
     )
