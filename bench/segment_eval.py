@@ -44,6 +44,9 @@ def to_turns(d: Dialogue, vectors: np.ndarray) -> list[SegTurn]:
     ]
 
 
+BAND_HITS = [0]  # judge-band decisions of every detect() call in this process
+
+
 def detect(d: Dialogue, vectors: np.ndarray, config: DetectorConfig) -> tuple[set[int], int]:
     """Boundaries (utterance indices opening a segment) and detector nanoseconds."""
     det = Detector(config)
@@ -56,6 +59,7 @@ def detect(d: Dialogue, vectors: np.ndarray, config: DetectorConfig) -> tuple[se
     # a turn still held for its reply is decided at the flush: keep that cut too
     for seg in det.flush():
         starts.add(seg.seqs[-1] + 1)  # the last one ends the dialogue and is ignored
+    BAND_HITS[0] += det.band_hits
     return starts, time.perf_counter_ns() - t
 
 
@@ -164,6 +168,7 @@ def evaluate_vectors(
     baselines: bool = True,
 ) -> dict[str, Any]:
     hyps, ns = [], 0
+    mark = BAND_HITS[0]
     for d, v in zip(dialogues, vectors, strict=True):
         starts, dt = detect(d, v, config)
         hyps.append(starts)
@@ -173,6 +178,8 @@ def evaluate_vectors(
         "n_dialogues": len(dialogues),
         "n_turns": n_turns,
         "us_per_turn": ns / 1000.0 / max(1, n_turns),
+        # how often a configured judge would be asked (combiner band), per 1,000 turns
+        "judge_band_per_1000_turns": 1000.0 * (BAND_HITS[0] - mark) / max(1, n_turns),
     }
     if baselines:
         base: dict[str, dict[str, float]] = {}

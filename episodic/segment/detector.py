@@ -101,6 +101,7 @@ class Detector:
             self._feat = self._params.features()
         self._row: tuple[int, dict[str, float]] | None = None  # this update's row, by seq
         self._decided: tuple[int, float] | None = None  # (seq, probability) decided last
+        self.band_hits = 0  # decisions in the judge band since construction (not checkpointed)
         self._after_tool_call = False
         self._weights = (c.w_semantic, c.w_change_point, c.w_surprisal)
         self._wsum = sum(self._weights)
@@ -145,7 +146,9 @@ class Detector:
                 self._feat = None
         if self._feat is not None and self._params is not None and x is not None:
             held_seq = self._feat.held_seq
-            row = self._feat.update(self._params.project(x), turn.role, turn.text, turn.seq)
+            want = self._pending is not None and self._pending.turn.seq == held_seq
+            z = self._params.project(x)
+            row = self._feat.update(z, turn.role, turn.text, turn.seq, want)
             if row is not None and held_seq is not None:
                 self._row = (held_seq, row)
         self._size.update(turn)
@@ -326,6 +329,7 @@ class Detector:
             return "combiner", prob, False, None
         band = prob >= thr - self.config.combiner_band
         scores["combiner_band"] = 1.0 if band else 0.0
+        self.band_hits += band
         if not band or self.judge is None:
             return "", 0.0, False, None
         answer = self._ask(turn, prob)

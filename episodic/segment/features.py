@@ -155,8 +155,12 @@ class BoundaryFeatures:
         return None if self._held is None else self._held.seq
 
     # -- the stream ------------------------------------------------------------
-    def update(self, z: np.ndarray, role: str, text: str, seq: int = 0) -> dict[str, float] | None:
-        """Read the next turn; return the row of the turn held before it, if any."""
+    def update(
+        self, z: np.ndarray, role: str, text: str, seq: int = 0, want: bool = True
+    ) -> dict[str, float] | None:
+        """Read the next turn; return the row of the turn held before it, if any.
+        `want=False`: the caller has no use for that row; only the running
+        statistics the later rows depend on are updated (same values after)."""
         boc = self._boc
         boc.step(z[: self.boc_dims] * self._inv_boc)
         self._sum += z
@@ -170,7 +174,10 @@ class BoundaryFeatures:
         cur.q = 1.0 if "?" in text else 0.0
         cur.len = math.log1p(len(text.split()))
         row = None
-        if self._held is not None:
+        if self._held is not None and not want:
+            self._skip(self._held)
+            self._absorb(self._held)
+        elif self._held is not None:
             post = boc.posterior
             cpd = float(post[1]) if len(post) > 1 else 0.0
             row = self._row(self._held, cur, cpd, float(post[:2].sum()))
@@ -203,6 +210,18 @@ class BoundaryFeatures:
             self._ema3 *= 0.7
             self._ema3 += 0.3 * z
         self._prev_role, self._prev_text = h.role, h.text[-TEXT_KEEP:]
+
+    def _skip(self, p: _Held) -> None:
+        """What `_row` does to the running z-scores, without the row."""
+        nh = self._nh
+        if nh:
+            mu = self._sum / (self._n + self.n0)
+            H = self._hist[[(self._pos - 1 - i) % 8 for i in range(min(nh, 4))]]
+            a, b = p.z - mu, H.mean(0) - mu
+            # the same expression as in _row: each norm carries +1e-12
+            den = (math.sqrt(float(a @ a)) + 1e-12) * (math.sqrt(float(b @ b)) + 1e-12)
+            self._z_update(self._d4, 1.0 - float(a @ b) / den, 0.1)
+        self._z_update(self._sz, p.sur, 0.05)
 
     @staticmethod
     def _z_update(acc: list[float], v: float, floor: float) -> float:
