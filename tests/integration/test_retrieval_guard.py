@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from tests.conftest import shared_data
 
 BUDGET = 10  # turns; the slice holds 77
-MARGIN = 0.15  # measured: shipped .95, turn_cos .72 on this slice at this budget
+MARGIN = 0.15  # measured (in-sample): shipped .77 / .80, turn_cos .55 / .57 (turns / tokens)
 
 
 def _slice(tmp_path: Path) -> Path:
