@@ -92,7 +92,7 @@ def _store_case(base: int, copies: int, polls: int) -> dict[str, Any]:
         times = _poll_times(polls, last + timedelta(hours=1))
         return {
             "turns_held": held,
-            "episodes_held": int(rt.store.table("episodes").count_rows()),
+            "episodes_held": rt.store.count("episodes"),
             "poll_seconds": [round(t, 3) for t in times],
             "poll_median_s": round(statistics.median(times), 3),
             "consolidate_base_s": round(consolidate_s, 1),

@@ -102,7 +102,7 @@ def streams_case(streams: int, per_stream: int = TURNS_PER_STREAM) -> dict[str, 
     ingest(rt.raw, stream_turns(streams, per_stream, first=per_stream, tag="b"))
     second_s, second = _timed(lambda: consolidate(user=USER))
     flush_s, flushed = _timed(lambda: consolidate(user=USER, flush=True))
-    versions = len(rt.store.table("segmenter_state").list_versions())
+    versions = rt.store.versions("segmenter_state")
     return {
         "streams": streams,
         "turns": streams * per_stream * 2,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ SCALAR_INDEXES: dict[str, tuple[str, ...]] = {
     "segmenter_state": ("key",),
     "streams": ("key",),
 }
+IN_CHUNK = 1000  # values per IN list
 FTS_COLUMNS: dict[str, str] = {"episodes": "text", "facts": "text", "reflections": "text"}
 
 
@@ -55,6 +56,31 @@ class Store:
 
     def table_names(self) -> list[str]:
         return list(schemas.TABLES)
+
+    def where_in(
+        self,
+        name: str,
+        column: str,
+        values: Iterable[str],
+        *,
+        user_id: str | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The rows of `name` whose `column` is in `values` (of one user when
+        given), IN_CHUNK values to a query; at most one row per value."""
+        vals = list(values)
+        out: list[dict[str, Any]] = []
+        for i in range(0, len(vals), IN_CHUNK):
+            chunk = vals[i : i + IN_CHUNK]
+            if user_id is None:
+                cond = filters.within(column, chunk)
+            else:
+                cond = filters.user_in(user_id, column, chunk)
+            q = self.table(name).search().where(cond)
+            if columns is not None:
+                q = q.select(list(columns))
+            out.extend(q.limit(len(chunk) + 1).to_list())
+        return out
 
     # ---- writes keyed on each table's merge key ---------------------------
     def _data(self, name: str, rows: Sequence[Mapping[str, Any]], columns: Any = None) -> Any:
@@ -85,6 +111,14 @@ class Store:
         cols = [key, *sorted(c for c in rows[0] if c != key)]
         merge = self.table(name).merge_insert(key).when_matched_update_all()
         return int(merge.execute(self._data(name, rows, cols)).num_updated_rows)
+
+    def count(self, name: str) -> int:
+        """Rows in a table (every user's)."""
+        return int(self.table(name).count_rows())
+
+    def versions(self, name: str) -> int:
+        """How many versions of a table are kept (each commit makes one)."""
+        return len(self.table(name).list_versions())
 
     def upkeep(self, name: str, keep_versions: timedelta, between: Any = None) -> dict[str, Any]:
         """Compact one table and drop versions older than `keep_versions`;

@@ -72,33 +72,14 @@ class Episodes:
         return eps
 
     def by_ids(self, user_id: str, ids: Iterable[str]) -> builtins.list[Episode]:
-        ids = list(ids)
-        out: builtins.list[Episode] = []
-        for i in range(0, len(ids), 1000):
-            chunk = ids[i : i + 1000]
-            rows = (
-                self.table.search()
-                .where(filters.user_in(user_id, "episode_id", chunk))
-                .limit(len(chunk) + 1)
-                .to_list()
-            )
-            out.extend(from_row(Episode, r) for r in rows)
-        return out
+        rows = self.store.where_in("episodes", "episode_id", ids, user_id=user_id)
+        return [from_row(Episode, r) for r in rows]
 
     def _existing_ids(self, user_id: str, ids: builtins.list[str]) -> set[str]:
         """Ids of this user's stored episodes; reads one column, not the rows."""
-        found: set[str] = set()
-        for i in range(0, len(ids), 1000):
-            chunk = ids[i : i + 1000]
-            tbl = (
-                self.table.search()
-                .where(filters.user_in(user_id, "episode_id", chunk))
-                .select(["episode_id"])
-                .limit(len(chunk) + 1)
-                .to_arrow()
-            )
-            found.update(tbl["episode_id"].to_pylist())
-        return found
+        cols = ["episode_id"]
+        rows = self.store.where_in("episodes", "episode_id", ids, user_id=user_id, columns=cols)
+        return {str(r["episode_id"]) for r in rows}
 
     def spans(self, user_id: str | None = None) -> pa.Table:
         """Id, stream, seq range, turn ids and count of every episode (of one

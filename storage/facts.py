@@ -103,15 +103,9 @@ class Facts:
         ]
 
     def by_ids(self, user_id: str, ids: Sequence[str]) -> builtins.list[Fact]:
-        if not ids:
-            return []
-        rows = (
-            self.table.search()
-            .where(filters.user_in(user_id, "fact_id", list(ids)))
-            .limit(len(ids) + 1)
-            .to_list()
-        )
-        return [from_row(Fact, r) for r in rows]
+        return [
+            from_row(Fact, r) for r in self.store.where_in("facts", "fact_id", ids, user_id=user_id)
+        ]
 
     def candidates(
         self, user_id: str, text: str, vec: np.ndarray | None, k: int = 5

@@ -166,29 +166,13 @@ class RawLog:
         return len(rows)
 
     def _existing_ids(self, turn_ids: list[str]) -> set[str]:
-        found: set[str] = set()
-        for i in range(0, len(turn_ids), 1000):
-            chunk = turn_ids[i : i + 1000]
-            rows = (
-                self.turns.search()
-                .where(filters.within("turn_id", chunk))
-                .select(["turn_id"])
-                .limit(len(chunk) + 1)
-                .to_list()
-            )
-            found.update(r["turn_id"] for r in rows)
-        return found
+        rows = self.store.where_in("raw_turns", "turn_id", turn_ids, columns=["turn_id"])
+        return {str(r["turn_id"]) for r in rows}
 
     def _heads_for(self, keys: set[StreamKey]) -> dict[StreamKey, StreamHead]:
         ids = sorted(stream_key(u, s) for u, s in keys)
-        out: dict[StreamKey, StreamHead] = {}
-        for i in range(0, len(ids), 1000):
-            chunk = ids[i : i + 1000]
-            rows = self.heads.search().where(filters.within("key", chunk)).limit(len(chunk) + 1)
-            for r in rows.to_list():
-                h = self._head(r)
-                out[(h.user_id, h.stream_id)] = h
-        return out
+        heads = (self._head(r) for r in self.store.where_in("streams", "key", ids))
+        return {(h.user_id, h.stream_id): h for h in heads}
 
     def _checked_heads(self, keys: set[StreamKey]) -> dict[StreamKey, StreamHead]:
         """The heads of `keys`, each repaired first if raw holds more rows than
@@ -310,20 +294,8 @@ class RawLog:
         return turns
 
     def by_ids(self, user_id: str, turn_ids: list[str]) -> list[Turn]:
-        if not turn_ids:
-            return []
-        out: list[Turn] = []
-        for i in range(0, len(turn_ids), 1000):
-            chunk = turn_ids[i : i + 1000]
-            rows = (
-                self.turns.search()
-                .where(filters.user_in(user_id, "turn_id", chunk))
-                .limit(len(chunk) + 1)
-                .to_list()
-            )
-            out.extend(self._turn(r) for r in rows)
-        out.sort(key=lambda t: (t.stream_id, t.seq))
-        return out
+        rows = self.store.where_in("raw_turns", "turn_id", turn_ids, user_id=user_id)
+        return sorted((self._turn(r) for r in rows), key=lambda t: (t.stream_id, t.seq))
 
     def count(self, user_id: str | None = None) -> int:
         if user_id is None:

@@ -34,14 +34,7 @@ class Reflections:
         return sorted((from_row(Reflection, r) for r in rows), key=lambda r: r.created_at)
 
     def by_ids(self, user_id: str, ids: Sequence[str]) -> builtins.list[Reflection]:
-        if not ids:
-            return []
-        rows = (
-            self.table.search()
-            .where(filters.user_in(user_id, "reflection_id", list(ids)))
-            .limit(len(ids) + 1)
-            .to_list()
-        )
+        rows = self.store.where_in("reflections", "reflection_id", ids, user_id=user_id)
         return [from_row(Reflection, r) for r in rows]
 
     # ---- ledger ---------------------------------------------------------

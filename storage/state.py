@@ -21,6 +21,7 @@ MAX_ROWS = 10_000_000
 
 class Checkpoints:
     def __init__(self, store: Store) -> None:
+        self.store = store
         self.table = store.table("segmenter_state")
         self._schema = schema("segmenter_state")
 
@@ -40,17 +41,9 @@ class Checkpoints:
         one read per 1,000 streams."""
         out = {s: Checkpoint(user_id=user_id, stream_id=s) for s in stream_ids}
         keys = [state_key(user_id, s) for s in out]
-        for i in range(0, len(keys), CHUNK):
-            chunk = keys[i : i + CHUNK]
-            rows = (
-                self.table.search()
-                .where(filters.user_in(user_id, "key", chunk))
-                .limit(len(chunk) + 1)
-                .to_list()
-            )
-            for r in rows:
-                cp = from_row(Checkpoint, r)
-                out[cp.stream_id] = cp
+        for r in self.store.where_in("segmenter_state", "key", keys, user_id=user_id):
+            cp = from_row(Checkpoint, r)
+            out[cp.stream_id] = cp
         return out
 
     def progress(self, user_id: str | None = None) -> dict[tuple[str, str], tuple[int, bool]]:
