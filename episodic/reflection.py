@@ -196,7 +196,10 @@ def insight_importance(saliences: Sequence[float]) -> float:
 # --- offline reflection -------------------------------------------------------------
 
 _STOP = frozenset(
-    """a about above after again against all also am an and any are as at be because been
+    """january february march april june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday
+    friday saturday sunday today tomorrow yesterday week weeks month months year years
+    morning evening night weekend asked a about above after again against all also am an and any are as at be because been
     before being below between both but by can could did do does doing done down during each
     even ever every few for from further get gets getting got had has have having he her here
     hers him his how i if in into is it its itself just know like made make many may me might
@@ -345,8 +348,8 @@ def offline_reflect(
         cited = tuple(i for i in theme.evidence_ids if i in top)
         example = max(cited, key=lambda i: (salience[i], -cited.index(i)))
         text = (
-            f"Recurring theme across {len(theme.evidence_ids)} episodes: {', '.join(theme.terms)}. "
-            f"For example: {one_line(text_of[example], 200)}"
+            f"Recurring theme across {len(theme.evidence_ids)} episodes: {', '.join(theme.terms)}"
+            f" keeps coming back (most salient: {one_line(text_of[example], 200)})"
         )
         out.append(
             ReflectedInsight(

@@ -184,3 +184,16 @@ def test_ignored_terms_are_not_themes() -> None:
     assert all("Caroline" not in t.terms for t in themes)
     answer = Insights.offline_answer({"sources": SOURCES, "ignore": ["Caroline", "postgres"]})
     assert all("Caroline" not in i.text.split(":")[1].split(".")[0] for i in answer.insights)
+
+
+def test_dates_are_not_themes() -> None:
+    """Issue 16: "Recurring theme across 3 episodes: June" said nothing."""
+    from episodic.reflection import ReflectionSource, offline_reflect
+
+    sources = [
+        ReflectionSource(f"e{i}", f"Asked: in June, on Monday, fix the {w} -> done", 5.0)
+        for i, w in enumerate(["Postgres index", "Postgres vacuum", "login page"])
+    ]
+    insights = offline_reflect(sources)
+    assert insights and "Postgres" in insights[0].text
+    assert not any(w in i.text.split(":")[1] for i in insights for w in ("June", "Monday"))
