@@ -511,7 +511,7 @@ def eval_locomo(
 def bench(
     name: str = typer.Argument(
         ...,
-        help="segment|pipeline|incremental|retrieval|memory|reference|embed-backends|all|scale-out",
+        help="segment|pipeline|incremental|retrieval|memory|reference|embed-backends|llm|all|scale-out",
     ),
     as_json: bool = typer.Option(False, "--json"),
     turns: int | None = typer.Option(None, "--turns", help="scale down (smoke runs)"),
