@@ -47,8 +47,7 @@ def digest_messages(
     low, high = ANCHORS[domain]
     per_turn = max(40, min(MAX_TURN_CHARS, max_tokens * CHARS_PER_TOKEN // max(1, len(turns))))
     lines = [
-        f"[{i}] {t.role} ({k}): "
-        f"{clip_middle(' '.join(t.text.split()), per_turn)}"
+        f"[{i}] {t.role} ({k}): {clip_middle(' '.join(t.text.split()), per_turn)}"
         for i, (t, k) in enumerate(zip(turns, kinds, strict=True), start=1)
     ]
     user = (
