@@ -22,7 +22,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q torch==2.13.0
 	# llama.cpp built for this sandbox's CPUs: the native build uses AVX-512/AMX and
 	# crashes on the first generation; pip caches the wheel, later installs reuse it
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q -e '.[dev,local]'
+	$(PY) -m pip install -q -e '.[dev]'
+	# the local model is optional: a failed build leaves the rest installed
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q -e '.[dev,local]' \
+	  || echo "warning: the local extra (llama-cpp-python) did not install; local-model tests skip"
 	touch $@
 
 install: $(VENV)/.installed
