@@ -12,12 +12,12 @@ Skipped only when llama-cpp-python or the packaged model is not installed.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-import os
 from pathlib import Path
 from typing import Any
 
