@@ -199,7 +199,8 @@ _STOP = frozenset(
     """january february march april june july august september october november december
     jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday
     friday saturday sunday today tomorrow yesterday week weeks month months year years
-    morning evening night weekend asked a about above after again against all also am an and any are as at be because been
+    morning evening night weekend asked a about above after again against all also am an
+    and any are as at be because been
     before being below between both but by can could did do does doing done down during each
     even ever every few for from further get gets getting got had has have having he her here
     hers him his how i if in into is it its itself just know like made make many may me might

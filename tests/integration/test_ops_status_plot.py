@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from cli.status import stream_status
 from flows.consolidate import consolidate
 from tasks.ingest import ingest_file
-from cli.status import stream_status
 from tasks.timeline import build_timeline, latest_plot_path, render
 from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
 
