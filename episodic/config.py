@@ -59,6 +59,11 @@ class Settings(HomeSettings):
 
     embedder: Literal["minilm", "onnx-int8", "static", "hash"] = "minilm"
     domain: Literal["general", "coding", "sre"] = "general"
+    # cross-machine exclusion of one user's consolidations: "prefect" takes a
+    # Prefect global concurrency slot per user. It needs `prefect server start`:
+    # the temporary API runs no lease repossessor, so a killed holder's slot
+    # would never come back. "local": the file lock and the checkpoint check.
+    user_slot: Literal["local", "prefect"] = "local"
 
     max_turn_chars: Annotated[int, Field(ge=1)] = 200_000
     batch_turns: Annotated[int, Field(ge=1)] = 2_000

@@ -1,10 +1,13 @@
 """One consolidation of a user at a time, across machines.
 
 Layers, outermost first:
-1. a Prefect global concurrency limit of one slot per user, named from a hash
-   of the user id (`episodic-user-<16 hex>`, never the id itself), created on
-   first use; the slot is a lease the holder renews, so a worker killed with
-   SIGKILL frees it when the lease runs out (LEASE_S);
+1. with EPISODIC_USER_SLOT=prefect, a Prefect global concurrency limit of one
+   slot per user, named from a hash of the user id (`episodic-user-<16 hex>`,
+   never the id itself), created on first use; the slot is a lease the holder
+   renews, so a worker killed with SIGKILL frees it when the lease runs out
+   (LEASE_S). Only `prefect server start` runs the repossessor that expires
+   leases; Prefect's temporary API does not, so there a killed holder would
+   keep the slot forever, and the layer is off by default;
 2. the local file lock (storage.lease.user_lease): the fast path between runs
    on one machine, and the fallback with no Prefect API;
 3. the checkpoint's optimistic version check (storage.state), the last line:
@@ -51,11 +54,14 @@ def ensure_limit(name: str) -> None:
 
 
 @contextmanager
-def user_slot(user_id: str, *, wait_s: float = 600.0) -> Iterator[float]:
+def user_slot(user_id: str, *, wait_s: float = 600.0, enabled: bool = True) -> Iterator[float]:
     """Hold the user's global slot; raise LeaseBusy after wait_s. Yields the
-    seconds spent waiting for another holder."""
+    seconds spent waiting for another holder (0 when the layer is off)."""
     from prefect.concurrency.sync import concurrency
 
+    if not enabled:
+        yield 0.0
+        return
     name = limit_name(user_id)
     ensure_limit(name)
     start = time.monotonic()

@@ -181,8 +181,10 @@ class MemoryOptions:
     record: bool = True
 
     def __post_init__(self) -> None:
-        if self.k < 1 or self.pool < 1:
-            raise ValueError("k and pool must be >= 1")
+        if self.k < 1:
+            raise ValueError(f"k must be at least 1, got {self.k}")
+        if self.pool < 1:
+            raise ValueError(f"pool must be at least 1, got {self.pool}")
         for kind in self.kinds:
             if kind not in HIT_KINDS:
                 raise ValueError(f"unknown kind {kind!r}; choose from {', '.join(HIT_KINDS)}")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -110,17 +111,28 @@ class Server:
         return child_env(self.home, self.api_url)
 
     def get(self, path: str) -> Any:
-        r = httpx.get(f"{self.api_url}{path}", timeout=30)
-        r.raise_for_status()
-        return r.json()
+        return _send("GET", f"{self.api_url}{path}").json()
 
     def delete(self, path: str) -> None:
-        httpx.delete(f"{self.api_url}{path}", timeout=30).raise_for_status()
+        _send("DELETE", f"{self.api_url}{path}")
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
-        r = httpx.post(f"{self.api_url}{path}", json=body, timeout=30)
-        r.raise_for_status()
-        return r.json()
+        return _send("POST", f"{self.api_url}{path}", body).json()
+
+
+# Prefect answers 503 while its SQLite database is locked by a writer
+@retry(
+    retry=retry_if_exception(
+        lambda e: isinstance(e, httpx.HTTPStatusError) and e.response.status_code == 503
+    ),
+    wait=wait_exponential(multiplier=0.5, max=5),
+    stop=stop_after_attempt(8),
+    reraise=True,
+)
+def _send(method: str, url: str, body: dict[str, Any] | None = None) -> httpx.Response:
+    r = httpx.request(method, url, json=body, timeout=30)
+    r.raise_for_status()
+    return r
 
 
 @contextmanager

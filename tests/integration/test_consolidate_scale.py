@@ -89,7 +89,7 @@ def test_user_slot_excludes_and_never_names_the_user() -> None:
 
 
 def test_flow_waits_for_the_users_slot(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+    rt = make_runtime(tmp_path / "home", user_slot="prefect")
     _ingest(rt, tmp_path, synthetic_stream(), "a.jsonl")
     held = threading.Event()
     hold_s = 4.0
@@ -135,3 +135,14 @@ def test_fan_out_one_task_per_user_same_end_state(tmp_path: Path) -> None:
         want = [(e.first_seq, e.last_seq) for e in alone.episodes.list(u)]
         got = [(e.first_seq, e.last_seq) for e in rt.episodes.list(u)]
         assert got == want and got
+
+
+def test_default_takes_no_prefect_slot(tmp_path: Path) -> None:
+    """The temporary API never expires a killed holder's lease: by default the
+    flow leaves Prefect's limits alone, so a crash cannot strand a user."""
+    rt = make_runtime(tmp_path / "home")
+    _ingest(rt, tmp_path, synthetic_stream(user="carol"), "c.jsonl")
+    assert consolidate(user="carol", flush=True)["turns_processed"] > 0
+    with get_client(sync_client=True) as c:
+        names = {lim.name for lim in c.read_global_concurrency_limits(limit=200)}
+    assert limit_name("carol") not in names

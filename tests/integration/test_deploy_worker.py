@@ -47,11 +47,6 @@ def _episodes(srv: Server, user: str) -> int:
     return len(get_runtime(settings).episodes.list(user))
 
 
-@pytest.mark.xfail(
-    reason="known failure since the concurrency limits landed: the worker's consolidate run "
-    "does not reach Completed (found at the end of the session, not yet diagnosed)",
-    strict=False,
-)
 def test_deploy_from_yaml_and_worker_completes_consolidate(server: Server) -> None:
     env = server.env()
     assert _ingest(server, "u1") > 0
