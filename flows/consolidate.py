@@ -51,12 +51,16 @@ def _work(user: str | None, flush: bool = False) -> dict[str, list[tuple[str, in
 
 def consolidate_user(user_id: str, streams: list[tuple[str, int]], flush: bool) -> dict[str, Any]:
     """One user's consolidation, exclusive across machines (the user's Prefect
-    concurrency slot, when EPISODIC_USER_SLOT=prefect), then on this machine (the file lock, a fast path), with
-    the checkpoint version check as the last line (tasks/exclusion.py)."""
+    concurrency slot, when EPISODIC_USER_SLOT=prefect), then on this machine
+    (the file lock, a fast path), with the checkpoint version check as the
+    last line (tasks/exclusion.py)."""
     rt = get_runtime()
     logger = get_run_logger()
     across = rt.settings.user_slot == "prefect"
-    with user_slot(user_id, enabled=across) as slot_wait, user_lease(rt.store.uri, user_id) as waited:
+    with (
+        user_slot(user_id, enabled=across) as slot_wait,
+        user_lease(rt.store.uri, user_id) as waited,
+    ):
         if slot_wait > 1.0 or waited:
             logger.info("waited for another consolidation of this user to finish")
         try:

@@ -26,8 +26,12 @@ def turn(i: int, role: str, kind: str, text: str) -> Turn:
 
 
 EPISODE = [
-    turn(0, "user", "user-question", "Hi! Quick intro: I live in Oslo. Can you fix the flaky "
-         "token refresh test?"),  # fmt: skip
+    turn(
+        0,
+        "user",
+        "user-question",
+        "Hi! Quick intro: I live in Oslo. Can you fix the flaky token refresh test?",
+    ),  # fmt: skip
     turn(1, "assistant", "tool-call", 'Edit({"file_path": "auth/refresh.py"})'),
     turn(2, "tool", "tool-error", "Traceback: AssertionError in test_refresh"),
     turn(3, "assistant", "assistant-answer", "Fixed: the refresh tolerates clock skew. Done."),

@@ -46,7 +46,8 @@ def test_imports_point_down_the_layers() -> None:
         for d in deps
         if d.split(".")[0] == "deployments"
         or LAYER[d.split(".")[0]] > LAYER[m.split(".")[0]]
-        or {m.split(".")[0], d.split(".")[0]} == {"bench", "cli"} and m.startswith("bench")
+        or {m.split(".")[0], d.split(".")[0]} == {"bench", "cli"}
+        and m.startswith("bench")
     ]
     assert upward == []
 
