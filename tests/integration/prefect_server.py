@@ -43,6 +43,7 @@ def child_env(home: Path, api_url: str | None = None) -> dict[str, str]:
             "EPISODIC_HOME": str(home / "episodic"),
             "EPISODIC_EMBEDDER": "hash",
             "EPISODIC_LLM": "offline",
+            "EPISODIC_USER_SLOT": "prefect",  # a real server expires a killed run's slot
             "HF_HUB_OFFLINE": "1",
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         }
