@@ -5,8 +5,11 @@ response model's JSON schema and a fingerprint of the context (which the
 validators and the offline answer may read). One JSON file per key under
 `cache_dir/<key[:2]>/<key>.json`, written to a temporary file and renamed,
 so a crash never leaves half an entry; an unreadable or no longer valid
-entry is a miss. Only validated answers are stored: a failure is never
-cached, so a rerun asks again.
+entry is a miss. Validated answers are stored, and so is an answer that
+never fit the schema (the model's answer to that exact prompt, at
+temperature 0): a rerun raises the same schema error without a call, so its
+offline fallback costs nothing either. Transient failures (timeouts, 5xx)
+are never cached: a rerun asks again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from episodic.errors import LLMSchemaError
 from episodic.llm.accounting import record_cached
 from episodic.llm.base import LLMProvider, Message
 from episodic.llm.validate import coerce
@@ -61,17 +65,28 @@ class ResponseCache:
         return self.cache_dir / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        entry = self._entry(key)
+        value = entry.get("value") if entry else None
+        return value if isinstance(value, dict) else None
+
+    def schema_error(self, key: str) -> str | None:
+        """The reason the model's answer to this key never fit the schema."""
+        entry = self._entry(key)
+        reason = entry.get("schema_error") if entry else None
+        return reason if isinstance(reason, str) else None
+
+    def _entry(self, key: str) -> dict[str, Any] | None:
         try:
             entry = json.loads(self._path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        value = entry.get("value") if isinstance(entry, dict) else None
-        return value if isinstance(value, dict) else None
+        return entry if isinstance(entry, dict) else None
 
-    def put(self, key: str, value: dict[str, Any], *, meta: dict[str, Any]) -> None:
+    def put(self, key: str, entry: dict[str, Any], *, meta: dict[str, Any]) -> None:
+        """Store {"value": ...} or {"schema_error": ...} under key."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps({**meta, "value": value}, ensure_ascii=False, sort_keys=True)
+        payload = json.dumps({**meta, **entry}, ensure_ascii=False, sort_keys=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -110,6 +125,10 @@ class CachedProvider:
         context: dict[str, Any] | None = None,
     ) -> T:
         key = cache_key(self.name, self.model, messages, response_model, context)
+        refused = self.cache.schema_error(key)
+        if refused is not None:
+            record_cached(self.usage)
+            raise LLMSchemaError(self.name, self.model, f"{refused} (cached)")
         hit = self.cache.get(key)
         if hit is not None:
             try:
@@ -119,7 +138,11 @@ class CachedProvider:
             else:
                 record_cached(self.usage)
                 return value
-        value = self.inner.structured(messages, response_model, context=context)
         meta = {"provider": self.name, "model": self.model, "schema": response_model.__name__}
-        self.cache.put(key, value.model_dump(mode="json"), meta=meta)
+        try:
+            value = self.inner.structured(messages, response_model, context=context)
+        except LLMSchemaError as exc:
+            self.cache.put(key, {"schema_error": exc.reason}, meta=meta)
+            raise
+        self.cache.put(key, {"value": value.model_dump(mode="json")}, meta=meta)
         return value

@@ -187,12 +187,24 @@ def test_cache_hit_on_rerun_makes_no_request(
     assert len(stub.requests) == 2
 
 
-def test_failures_are_not_cached(backend: str, stub: ScriptedServer, tmp_path: Path) -> None:
-    stub.push(*[INVALID] * 3, Answer(good(5)))
+def test_a_schema_failure_is_cached_a_transient_one_is_not(
+    backend: str, stub: ScriptedServer, tmp_path: Path
+) -> None:
+    # an answer that never fits: the rerun falls back again without a request
+    stub.push(*[INVALID] * 3)
     provider = CachedProvider(make_backend_provider(backend, stub), tmp_path)
-    assert structured_or_offline(provider, ASK, Rating).fell_back
-    assert provider.structured(ASK, Rating).score == 5
-    assert len(stub.requests) == 4
+    first = structured_or_offline(provider, ASK, Rating)
+    assert first.fell_back and len(stub.requests) == 3
+    rerun = CachedProvider(make_backend_provider(backend, stub), tmp_path)
+    again = structured_or_offline(rerun, ASK, Rating)
+    assert again.fell_back and again.value == first.value and "cached" in (again.error or "")
+    assert len(stub.requests) == 3 and (rerun.usage.calls, rerun.usage.cached) == (0, 1)
+    # timeouts and 5xx are asked again, and a later good answer is kept
+    other = [{"role": "user", "content": "rate another"}]
+    stub.push(*[Status(503)] * 3, Answer(good(5)))
+    assert structured_or_offline(provider, other, Rating).fell_back
+    assert provider.structured(other, Rating).score == 5
+    assert len(stub.requests) == 7
 
 
 def test_validation_context_reaches_validators_and_text_is_not_templated(

@@ -54,7 +54,8 @@ class Recorder:
         self.responses = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
-        self.after_response: Any = None
+        self.after_response: Any = None  # called once, after the first answer
+        self.spent = False
         self.lock = threading.Lock()
         recorder = self
 
@@ -84,19 +85,23 @@ class Recorder:
                 except OSError:
                     self.send_error(502, "upstream down")
                     return
+                if body is not None and recorder.after_response is not None and recorder.spent:
+                    self.send_error(502, "upstream down")  # the first answer was the last
+                    return
                 if body is not None and status == 200:
                     usage = json.loads(data).get("usage") or {}
                     with recorder.lock:
                         recorder.responses += 1
                         recorder.prompt_tokens += int(usage.get("prompt_tokens", 0))
                         recorder.completion_tokens += int(usage.get("completion_tokens", 0))
+                    if recorder.after_response is not None:
+                        recorder.spent = True
+                        recorder.after_response()  # before the client can ask again
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
-                if body is not None and recorder.after_response is not None:
-                    recorder.after_response()
 
         self.server = ThreadingHTTPServer((HOST, free_port()), Handler)
         self.url = f"http://{HOST}:{self.server.server_address[1]}/v1"
