@@ -120,6 +120,10 @@ class Store:
         """How many versions of a table are kept (each commit makes one)."""
         return len(self.table(name).list_versions())
 
+    def fragments(self, name: str) -> int:
+        """How many data fragments a table has (each small append adds one)."""
+        return _fragments(self.table(name))
+
     def upkeep(self, name: str, keep_versions: timedelta, between: Any = None) -> dict[str, Any]:
         """Compact one table and drop versions older than `keep_versions`;
         rows, versions and fragments before and after. `between` runs just
