@@ -43,12 +43,12 @@ class FactBatch:
 
 
 def extract_episode(
-    rt: Runtime, e: Episode, now: datetime, known: dict[str, Turn] | None = None
+    rt: Runtime, e: Episode, known: dict[str, Turn] | None = None
 ) -> tuple[list[Any], np.ndarray]:
     """The episode's new facts and their vectors (the part that needs no store)."""
     new_facts = digests.take(e.user_id, e.episode_id)
     if new_facts is None:
-        new_facts = extract_facts(rt.provider, _views(rt, e, known), now=now)
+        new_facts = extract_facts(rt.provider, _views(rt, e, known), now=e.ended_at)
     if not new_facts:
         return [], np.zeros((0, rt.embedder.dim), dtype=np.float32)
     return new_facts, rt.embedder.embed([f.text for f in new_facts])
@@ -65,7 +65,7 @@ def _views(rt: Runtime, e: Episode, known: dict[str, Turn] | None) -> list[FactT
 
 
 def extract_window(
-    rt: Runtime, episodes: list[Episode], now: datetime, known: dict[str, Turn]
+    rt: Runtime, episodes: list[Episode], known: dict[str, Turn]
 ) -> dict[str, tuple[list[Any], np.ndarray]]:
     """Extract every episode's facts, then embed them all in one batch: one
     model call per window instead of one per episode."""
@@ -73,7 +73,9 @@ def extract_window(
     for e in episodes:
         held = digests.take(e.user_id, e.episode_id)
         facts[e.episode_id] = (
-            held if held is not None else extract_facts(rt.provider, _views(rt, e, known), now=now)
+            held
+            if held is not None
+            else extract_facts(rt.provider, _views(rt, e, known), now=e.ended_at)
         )
     texts = [f.text for fs in facts.values() for f in fs]
     vecs = rt.embedder.embed(texts) if texts else np.zeros((0, rt.embedder.dim), np.float32)
@@ -88,12 +90,11 @@ def extract_window(
 def plan_episode(
     rt: Runtime,
     e: Episode,
-    now: datetime,
     known: dict[str, Turn] | None = None,
     mirror: ActiveFacts | None = None,
     extracted: tuple[list[Any], np.ndarray] | None = None,
 ) -> list[PlannedFact]:
-    new_facts, vecs = extracted if extracted is not None else extract_episode(rt, e, now, known)
+    new_facts, vecs = extracted if extracted is not None else extract_episode(rt, e, known)
     if not new_facts:
         return []
     sets = []
@@ -111,7 +112,9 @@ def plan_episode(
                 for c, _ in found
             ]
         sets.append(CandidateSet(new=f, new_vector=v, candidates=cands))
-    decisions = decide(rt.provider, sets, now=now)
+    # "today" in a prompt is the episode's end: a backfilled transcript is read
+    # as of its own time, and a rerun asks the very same question (cache hit)
+    decisions = decide(rt.provider, sets, now=e.ended_at)
     plan: list[PlannedFact] = []
     for i, (d, v) in enumerate(zip(decisions, vecs, strict=True)):
         target = d.target_fact_id
@@ -152,7 +155,7 @@ def merge_episode(
         plan_json = e.fact_plan
         plan = [PlannedFact.from_json(d) for d in json.loads(plan_json)]
     else:
-        plan = plan_episode(rt, e, now, known)
+        plan = plan_episode(rt, e, known)
         plan_json = json.dumps([p.as_json() for p in plan])
         if plan:
             changes = _done_changes(done)
@@ -221,7 +224,7 @@ def _merge_window(
     ids = [t for e in window if e.facts_state != FactsState.PLANNED for t in e.turn_ids]
     known = {t.turn_id: t for t in rt.raw.by_ids(user_id, ids)}  # one read per window
     fresh = [e for e in window if not (e.facts_state == FactsState.PLANNED and e.fact_plan)]
-    extracted = extract_window(rt, fresh, now, known)
+    extracted = extract_window(rt, fresh, known)
     mirror: ActiveFacts | None = None
     queued: list[tuple[Episode, list[PlannedFact], str]] = []
     for e in window:
@@ -234,7 +237,7 @@ def _merge_window(
         else:
             if mirror is None:
                 mirror = ActiveFacts(rt.facts, user_id)
-            plan = plan_episode(rt, e, now, known, mirror, extracted[e.episode_id])
+            plan = plan_episode(rt, e, known, mirror, extracted[e.episode_id])
             mirror.apply(e.episode_id, plan)
             queued.append((e, plan, json.dumps([p.as_json() for p in plan])))
             counts = _counts(plan)

@@ -65,7 +65,7 @@ def score_pending(
             vectors=mat if len(mat) == len(ts) else None,
             prior_centroids=prior,
             domain=rt.settings.domain,
-            now=now,
+            now=e.ended_at,  # as of the episode, like the fact prompts
         )
         digests.hold(user_id, e.episode_id, digest.facts)
         res = digest.salience

