@@ -91,14 +91,14 @@ def _samples(path: Path, max_turns: int | None) -> list[dict[str, Any]]:
     return out
 
 
-def _run(samples: list[dict[str, Any]], provider: Any, work: Path) -> dict[str, Any]:
+def _run(samples: list[dict[str, Any]], provider: Any, work: Path, embedder: str) -> dict[str, Any]:
     from episodic.config import load_settings
     from flows.consolidate import consolidate
     from tasks.ingest import ingest_file
     from tasks.runtime import use_runtime
 
     settings = load_settings().model_copy(
-        update={"db_uri": str(work / "lancedb"), "embedder": "hash", "llm": "offline"}
+        update={"db_uri": str(work / "lancedb"), "embedder": embedder, "llm": "offline"}
     )
     with use_runtime(settings) as rt:
         rt._provider = provider
@@ -116,8 +116,14 @@ def _run(samples: list[dict[str, Any]], provider: Any, work: Path) -> dict[str, 
 
 
 def bench_llm(
-    data: Path | None = None, *, max_turns: int | None = None, base_url: str | None = None
+    data: Path | None = None,
+    *,
+    max_turns: int | None = None,
+    base_url: str | None = None,
+    embedder: str | None = None,
 ) -> dict[str, Any]:
+    """`embedder` defaults to the configured one (MiniLM): episode lengths, and
+    so calls per turn, follow the segmenter's semantic signal."""
     from bench.fact_cases import CASES, HELD_OUT
     from bench.fact_scenarios import run_suite
     from episodic.config import load_settings
@@ -125,6 +131,7 @@ def bench_llm(
     shared = load_settings().shared_data or Path("/work/shared/data")
     path = data or Path(shared) / "locomo" / "locomo_dev5.json"
     samples = _samples(path, max_turns)
+    embedder = embedder or load_settings().embedder
     tmp = Path(tempfile.mkdtemp(prefix="episodic-bench-llm-"))
     try:
         inner: Any
@@ -138,12 +145,12 @@ def bench_llm(
         else:
             inner = OfflineProvider()
         meter = StepMeter(inner)
-        first = _run(samples, CachedProvider(meter, tmp / "cache"), tmp / "run1")  # type: ignore[arg-type]
+        first = _run(samples, CachedProvider(meter, tmp / "cache"), tmp / "run1", embedder)  # type: ignore[arg-type]
         first_steps = meter.per_step()
         calls_first = sum(meter.calls.values())
         meter.calls.clear()
         cached_before = inner.usage.cached
-        second = _run(samples, CachedProvider(meter, tmp / "cache"), tmp / "run2")  # type: ignore[arg-type]
+        second = _run(samples, CachedProvider(meter, tmp / "cache"), tmp / "run2", embedder)  # type: ignore[arg-type]
         calls_second = sum(meter.calls.values())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -157,6 +164,7 @@ def bench_llm(
         "provider": inner.name,
         "model": inner.model,
         "stream": path.name,
+        "embedder": embedder,
         "turns": turns,
         "episodes": episodes,
         "calls": calls_first,

@@ -92,3 +92,16 @@ def test_memory_reports_peak_rss_per_size() -> None:
     assert [r["turns"] for r in res["runs"]] == [200, 400]
     assert all(r["turns_processed"] == r["turns"] and r["peak_rss_mb"] > 50 for r in res["runs"])
     _target_shape(res)
+
+
+def test_llm_counts_calls_per_step_and_a_cached_rerun_asks_nothing() -> None:
+    path = shared_data("locomo", "locomo_dev5.json")
+    from bench.llm import bench_llm
+
+    res = bench_llm(path, max_turns=200, embedder="hash")
+    assert res["turns"] >= 200 and res["episodes"] > 0 and res["unscored_episodes"] == 0
+    assert res["calls"] == sum(s["calls"] for s in res["per_step"].values()) > 0
+    assert res["calls_per_1000_turns"] == round(1000 * res["calls"] / res["turns"], 1)
+    assert res["cached_rerun"]["calls"] == 0
+    assert res["cached_rerun"]["cache_hits"] == res["calls"]
+    assert res["fact_scenarios"]["recall"] >= 0.9
