@@ -124,6 +124,9 @@ class InstructorProvider:
     def _tokens(self, response: Any) -> tuple[int, int]:
         raise NotImplementedError
 
+    def _mend(self, response: Any) -> None:
+        """Repair what a server sent before it is parsed (default: nothing)."""
+
     # -- the call ---------------------------------------------------------
     def _client(self) -> Any:
         with self._build_lock:  # one client (and connection pool) per provider
@@ -143,8 +146,9 @@ class InstructorProvider:
         client = self._client()
         ctx = dict(context) if context else None
 
-        def on_response(response: Any) -> None:
+        def on_response(response: Any) -> None:  # before instructor parses it
             record_call(self.usage, self.model, *self._tokens(response))
+            self._mend(response)
 
         def attempt() -> T:
             hooks = Hooks()

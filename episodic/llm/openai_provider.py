@@ -13,6 +13,7 @@ schema, while "json_schema" gets a 500 there and "json" rambles.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Literal, TypeVar
@@ -119,3 +120,31 @@ class OpenAIProvider(InstructorProvider):
         return int(getattr(usage, "prompt_tokens", 0) or 0), int(
             getattr(usage, "completion_tokens", 0) or 0
         )
+
+    def _mend(self, response: Any) -> None:
+        """Small local models put raw newlines and tabs inside JSON strings,
+        which strict JSON (and so pydantic) rejects: re-encode such an answer
+        when Python's lenient parser reads it. Anything else is left for
+        validation to judge."""
+        for choice in getattr(response, "choices", None) or []:
+            message = getattr(choice, "message", None)
+            for call in getattr(message, "tool_calls", None) or []:
+                call.function.arguments = lenient_json(call.function.arguments)
+            if message is not None and isinstance(message.content, str):
+                message.content = lenient_json(message.content)
+
+
+def lenient_json(text: str) -> str:
+    """`text`, or the same JSON re-encoded if it only parses with control
+    characters allowed inside strings."""
+    if not isinstance(text, str):
+        return text
+    try:
+        json.loads(text)
+        return text
+    except ValueError:
+        pass
+    try:
+        return json.dumps(json.loads(text, strict=False), ensure_ascii=False)
+    except ValueError:
+        return text
