@@ -9,8 +9,9 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State
 from prefect.runtime import task_run
-from prefect.states import Completed, State
+from prefect.states import Completed
 
 from episodic.models import now_utc, stable_id
 from storage.lease import user_lease
@@ -78,11 +79,10 @@ def user_tag(user_id: str) -> str:
 # fan-out: one task run per user; the flow's thread-pool task runner runs
 # different users at once, the user's slot keeps one user's runs apart
 consolidate_user_task = task(
-    consolidate_user,
     name="consolidate-user",
     task_run_name=lambda: "user-" + user_tag(str(task_run.parameters["user_id"])),
     cache_policy=NO_CACHE,
-)
+)(consolidate_user)
 
 
 def _mark_run(user_id: str, streams: list[tuple[str, int]], state: str) -> None:

@@ -68,7 +68,8 @@ class GroupWriter:
                     self._cv.wait()
                     continue
                 self._writing = True
-                group, size = [], 0
+                group: list[_Request] = []
+                size = 0
                 while self._queue and (
                     not group or size + len(self._queue[0].turns) <= self.max_group
                 ):

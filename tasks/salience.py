@@ -83,5 +83,5 @@ def score_pending(
         if res.error:
             out.errors.append(res.error)
     crashpoint("before_salience_write")
-    rt.episodes.update(user_id, changes)  # type: ignore[arg-type]
+    rt.episodes.update(user_id, changes)
     return out

@@ -316,11 +316,11 @@ def search_memory(
             by_stream.setdefault(str(r["stream_id"]), []).append(int(r["seq"]))
         eps = {s: episodes_of(rt.store, user_id, s, seqs) for s, seqs in by_stream.items()}
         for h in hits:
-            r = meta.get(h.item_id)
-            if r is None:
+            found = meta.get(h.item_id)
+            if found is None:
                 continue
-            ep = eps[str(r["stream_id"])].get(int(r["seq"]))
-            r = {**r, "episode": ep}
+            ep = eps[str(found["stream_id"])].get(int(found["seq"]))
+            r = {**found, "episode": ep}
             sal = float(ep["salience"] or 0) if ep else 0.0
             ts = to_aware(r["event_ts"]) or now
             cands.append((fixed_score(h.rrf, ts, sal, now, opts.weights), "turns", h, r))
@@ -330,12 +330,12 @@ def search_memory(
         hits = search_table(rt.store, _TABLE[kind], _ID[kind], user_id, query, qvec, opts.pool)
         rows = rows_by_ids(rt.store, _TABLE[kind], _ID[kind], user_id, [h.item_id for h in hits])
         for h in hits:
-            r = rows.get(h.item_id)
-            if r is None:
+            row = rows.get(h.item_id)
+            if row is None:
                 continue
-            last = _last_access(kind, r, now)
-            imp = _importance(kind, r, now, 24.0 * 7)
-            cands.append((fixed_score(h.rrf, last, imp, now, opts.weights), kind, h, r))
+            last = _last_access(kind, row, now)
+            imp = _importance(kind, row, now, 24.0 * 7)
+            cands.append((fixed_score(h.rrf, last, imp, now, opts.weights), kind, h, row))
     cands.sort(key=lambda c: (-c[0].score, c[2].item_id))
     budget = opts.max_turns if opts.max_turns is not None else 3 * opts.k
     head = [c[3] for c in cands if c[1] == "turns"][: max(opts.k, budget)]

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -136,7 +137,9 @@ def build_timeline(rt: Runtime, user_id: str, stream_id: str | None = None) -> T
 
 
 def _turn_panel(ax: Axes, tl: Timeline) -> None:
-    kind_colours = {k: plt.get_cmap("tab10")(i % 10) for i, k in enumerate(TURN_KINDS)}
+    kind_colours: dict[str, Any] = {
+        k: plt.get_cmap("tab10")(i % 10) for i, k in enumerate(TURN_KINDS)
+    }
     seen: list[str] = []
     for t in tl.turns:
         if t.kind not in seen:
