@@ -4,6 +4,7 @@ it, and show what memory now holds."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 from rich.console import Console
 from rich.table import Table
@@ -31,7 +32,7 @@ def run_demo(console: Console) -> dict[str, object]:
         f"{rep.duplicates} (a rerun adds nothing), rejected {rep.rejected}"
     )
     # the sample is a finished replay: flush closes its trailing episode too
-    summary = consolidate(user=USER, flush=True)
+    summary = cast(dict[str, Any], consolidate(user=USER, flush=True))  # the result, not a State
     rt.store.ensure_indexes()
     console.print(
         f"\n[bold]2. consolidate[/bold]: {summary['turns_processed']} new turns, "

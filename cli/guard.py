@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from typer.core import TyperCommand
 
 from episodic.errors import ConfigError, ExitCode, storage_errno
+
+CommandFn = TypeVar("CommandFn", bound=Callable[..., Any])
 
 # commands that call a model when the settings ask for one
 MODEL_COMMANDS = frozenset({"consolidate", "reflect", "demo", "serve"})
@@ -54,7 +57,7 @@ class GuardedTyper(typer.Typer):
     """A Typer app whose known failures exit with one line and their code,
     and whose commands show flags as flags in `--help`."""
 
-    def command(self, *args: Any, **kwargs: Any) -> Any:
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[CommandFn], CommandFn]:
         kwargs.setdefault("cls", FlagHelpCommand)
         return super().command(*args, **kwargs)
 

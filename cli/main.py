@@ -6,7 +6,7 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 from rich.console import Console
@@ -14,6 +14,9 @@ from rich.table import Table
 
 from cli.guard import GuardedTyper, preflight
 from cli.options import require_user, show_progress, spinner
+
+if TYPE_CHECKING:
+    from tasks.runtime import Runtime
 
 # exit codes: episodic.errors.ExitCode; settings checked first: cli.guard
 app = GuardedTyper(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -30,7 +33,7 @@ def _json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
-def _rt():  # type: ignore[no-untyped-def]
+def _rt() -> Runtime:
     from tasks.runtime import get_runtime
 
     return get_runtime()
@@ -130,7 +133,8 @@ def consolidate(
     from flows.consolidate import consolidate as flow
 
     with spinner("consolidating", show_progress(as_json)):
-        summary = flow(user=user, flush=flush)
+        # a finished flow call gives its result: the summary, even on "nothing to do"
+        summary = cast(dict[str, Any], flow(user=user, flush=flush))
     if as_json:
         _json(summary)
         return
