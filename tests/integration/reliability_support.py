@@ -465,7 +465,10 @@ def _wait(children: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
                     c["killed"] = True
                 continue
             code = os.waitstatus_to_exitcode(status)
-            done[pid] = {"status": code, "seconds": round(elapsed, 3), "killed": c["killed"]}
+            # a child can finish between the poll above and the kill: the signal
+            # then reaches a zombie and the exit is clean; that is no kill
+            killed = c["killed"] and code != 0
+            done[pid] = {"status": code, "seconds": round(elapsed, 3), "killed": killed}
         time.sleep(0.005)
     return done
 
