@@ -121,6 +121,13 @@ class Rejected(BaseModel):
     reason: str
     raw: bytes
 
+    @field_validator("user_id", "stream_id", "source", "reason")
+    @classmethod
+    def _storable(cls, v: str) -> str:
+        """Names read from undecodable bytes hold lone surrogates, which Arrow
+        and the terminal refuse: keep them as visible escapes (\\udcff)."""
+        return v.encode("utf-8", "backslashreplace").decode("utf-8")
+
 
 class Episode(BaseModel):
     episode_id: str

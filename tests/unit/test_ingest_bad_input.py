@@ -190,3 +190,12 @@ def test_empty_file_yields_nothing(tmp_path: Path) -> None:
     p.write_bytes(b"")
     for fmt in ("auto", "jsonl", "openai", "anthropic", "claude-code", "locomo"):
         assert list(parse_file(p, fmt)) == []
+
+
+def test_a_rejected_name_from_undecodable_bytes_is_storable() -> None:
+    from episodic.models import Rejected
+
+    name = b"\xff\xfeconv".decode("utf-8", "surrogateescape")
+    r = Rejected(source="x.json", line_no=1, reason=f"{name}: bad stream id", raw=b"{}")
+    assert r.reason == "\\udcff\\udcfeconv: bad stream id"
+    r.reason.encode("utf-8")  # Arrow and the terminal need valid UTF-8
