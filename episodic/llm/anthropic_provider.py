@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, SecretStr
+from pydantic import SecretStr
 
 from episodic.llm.base import Message
 from episodic.llm.network import InstructorProvider, protected
 from episodic.llm.retry import RetryPolicy
 
-T = TypeVar("T", bound=BaseModel)
 DEFAULT_MODEL = "claude-haiku-4-5"
 
 
@@ -76,30 +75,21 @@ class AnthropicProvider(InstructorProvider):
         )
         return instructor.from_anthropic(client, mode=instructor.Mode.TOOLS)
 
-    def _create(
-        self,
-        client: Any,
-        messages: list[Message],
-        response_model: type[T],
-        context: dict[str, Any] | None,
-        hooks: Any,
-    ) -> T:
+    def _endpoint(self, client: Any) -> Callable[..., Any]:
+        create: Callable[..., Any] = client.messages.create
+        return create
+
+    def _arguments(self, messages: list[Message], context: dict[str, Any] | None) -> dict[str, Any]:
         system, rest = split_system(messages)
-        if context:  # the `system` parameter is not templated, the messages are
-            rest = protected(rest)
-        extra: dict[str, Any] = {} if system is None else {"system": system}
-        value: T = client.messages.create(
-            model=self.model,
-            max_tokens=self.max_tokens,
-            messages=rest,
-            response_model=response_model,
-            max_retries=self.reasks,
-            context=context,
-            hooks=hooks,
-            extra_body={"temperature": 0},
-            **extra,
-        )
-        return value
+        arguments: dict[str, Any] = {
+            "max_tokens": self.max_tokens,
+            # the `system` parameter is not templated, the messages are
+            "messages": protected(rest) if context else rest,
+            "extra_body": {"temperature": 0},
+        }
+        if system is not None:
+            arguments["system"] = system
+        return arguments
 
     def _tokens(self, response: Any) -> tuple[int, int]:
         usage = getattr(response, "usage", None)

@@ -27,6 +27,7 @@ class Usage:
     output_tokens: int = 0
     failures: int = 0
     by_model: dict[str, int] = field(default_factory=dict)
+    wait_s: float = 0.0  # seconds inside `structured`, cache hits and the offline provider included
 
     def add(self, model: str, input_tokens: int, output_tokens: int) -> None:
         self.calls += 1
@@ -57,6 +58,30 @@ class LLMProvider(Protocol):
         *,
         context: dict[str, Any] | None = None,
     ) -> T: ...
+
+
+class BaseProvider:
+    """What the concrete providers share: `structured` copies the context once
+    (a dict, never None) and hands the question to `_answer`, the one method a
+    provider writes, as an httpx transport writes `handle_request`."""
+
+    name: str
+    model: str
+    usage: Usage
+
+    def structured(
+        self,
+        messages: list[Message],
+        response_model: type[T],
+        *,
+        context: dict[str, Any] | None = None,
+    ) -> T:
+        return self._answer(messages, response_model, dict(context or {}))
+
+    def _answer(
+        self, messages: list[Message], response_model: type[T], context: dict[str, Any]
+    ) -> T:
+        raise NotImplementedError
 
 
 @runtime_checkable

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from episodic.errors import LLMSchemaError
 from episodic.llm.accounting import record_cached
-from episodic.llm.base import LLMProvider, Message
+from episodic.llm.base import BaseProvider, LLMProvider, Message
 from episodic.llm.validate import coerce
 
 T = TypeVar("T", bound=BaseModel)
@@ -100,7 +100,7 @@ class ResponseCache:
         return sum(1 for _ in self.cache_dir.glob("*/*.json"))
 
 
-class CachedProvider:
+class CachedProvider(BaseProvider):
     """Wraps a provider; a hit costs no call and counts as `usage.cached`.
 
     It shares the inner provider's `usage`, so one object sums calls, tokens
@@ -117,12 +117,8 @@ class CachedProvider:
     def __repr__(self) -> str:
         return f"CachedProvider({self.inner!r}, cache_dir={str(self.cache.cache_dir)!r})"
 
-    def structured(
-        self,
-        messages: list[Message],
-        response_model: type[T],
-        *,
-        context: dict[str, Any] | None = None,
+    def _answer(
+        self, messages: list[Message], response_model: type[T], context: dict[str, Any]
     ) -> T:
         key = cache_key(self.name, self.model, messages, response_model, context)
         refused = self.cache.schema_error(key)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from episodic.errors import LLMSchemaError
 from episodic.llm.accounting import record_call
-from episodic.llm.base import Message, Usage
+from episodic.llm.base import BaseProvider, Message, Usage
 from episodic.llm.validate import coerce
 
 T = TypeVar("T", bound=BaseModel)
@@ -44,7 +44,7 @@ def _tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-class FakeProvider:
+class FakeProvider(BaseProvider):
     def __init__(
         self,
         handler: Handler,
@@ -65,24 +65,19 @@ class FakeProvider:
     def __repr__(self) -> str:
         return f"FakeProvider(name={self.name!r}, model={self.model!r})"
 
-    def structured(
-        self,
-        messages: list[Message],
-        response_model: type[T],
-        *,
-        context: dict[str, Any] | None = None,
+    def _answer(
+        self, messages: list[Message], response_model: type[T], context: dict[str, Any]
     ) -> T:
-        ctx = dict(context or {})
         asked = list(messages)
         error: Exception | None = None
         for _ in range(self.retries + 1):
             self.calls.append(list(asked))
-            raw = self.handler(list(asked), response_model, ctx)
+            raw = self.handler(list(asked), response_model, context)
             text = _text(raw)
             prompt = sum(_tokens(m.get("content", "")) for m in asked)
             record_call(self.usage, self.model, prompt, _tokens(text))
             try:
-                return coerce(raw, response_model, ctx)
+                return coerce(raw, response_model, context)
             except (ValidationError, TypeError) as exc:
                 error = exc
                 asked = [

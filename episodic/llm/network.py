@@ -35,7 +35,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from episodic.errors import LLMSchemaError
 from episodic.llm.accounting import record_call, record_failure
-from episodic.llm.base import Message, Usage
+from episodic.llm.base import BaseProvider, Message, Usage
 from episodic.llm.retry import Failure, Retrier, RetryPolicy, parse_retry_after
 from episodic.llm.validate import coerce
 
@@ -54,7 +54,7 @@ def protected(messages: list[Message]) -> list[Message]:
     return [{**m, "content": protect(m["content"])} for m in messages]
 
 
-class InstructorProvider:
+class InstructorProvider(BaseProvider):
     """Base of the network providers; subclasses build the client and call it."""
 
     name = "network"
@@ -109,16 +109,14 @@ class InstructorProvider:
         """The instructor client over the SDK client."""
         raise NotImplementedError
 
-    # `_create` gets the caller's messages; with a context it must pass the
+    def _endpoint(self, client: Any) -> Callable[..., Any]:
+        """instructor's `create` for this API."""
+        raise NotImplementedError
+
+    # `_arguments` gets the caller's messages; with a context it must pass the
     # templated ones through `protected` (instructor renders them).
-    def _create(
-        self,
-        client: Any,
-        messages: list[Message],
-        response_model: type[T],
-        context: dict[str, Any] | None,
-        hooks: Any,
-    ) -> T:
+    def _arguments(self, messages: list[Message], context: dict[str, Any] | None) -> dict[str, Any]:
+        """The API's own arguments: its messages and sampling settings."""
         raise NotImplementedError
 
     def _tokens(self, response: Any) -> tuple[int, int]:
@@ -134,17 +132,13 @@ class InstructorProvider:
                 self._instructor = self._build()
             return self._instructor
 
-    def structured(
-        self,
-        messages: list[Message],
-        response_model: type[T],
-        *,
-        context: dict[str, Any] | None = None,
+    def _answer(
+        self, messages: list[Message], response_model: type[T], context: dict[str, Any]
     ) -> T:
         from instructor.core.hooks import Hooks
 
-        client = self._client()
-        ctx = dict(context) if context else None
+        create = self._endpoint(self._client())
+        ctx = context or None  # instructor templates the messages whenever it gets a context
 
         def on_response(response: Any) -> None:  # before instructor parses it
             record_call(self.usage, self.model, *self._tokens(response))
@@ -153,7 +147,15 @@ class InstructorProvider:
         def attempt() -> T:
             hooks = Hooks()
             hooks.on("completion:response", on_response)
-            return self._create(client, list(messages), response_model, ctx, hooks)
+            value: T = create(
+                model=self.model,
+                response_model=response_model,
+                max_retries=self.reasks,
+                context=ctx,
+                hooks=hooks,
+                **self._arguments(list(messages), ctx),
+            )
+            return value
 
         try:
             value = self._retrier.run(attempt, self._classify, provider=self.name, model=self.model)

@@ -17,13 +17,13 @@ from pydantic import BaseModel, ValidationError
 
 from episodic.errors import LLMError, LLMSchemaError
 from episodic.llm.accounting import record_call
-from episodic.llm.base import Message, Usage
+from episodic.llm.base import BaseProvider, Message, Usage
 from episodic.llm.validate import coerce
 
 T = TypeVar("T", bound=BaseModel)
 
 
-class OfflineProvider:
+class OfflineProvider(BaseProvider):
     name = "offline"
 
     def __init__(self, model: str = "offline-v1") -> None:
@@ -35,12 +35,8 @@ class OfflineProvider:
     def __repr__(self) -> str:
         return f"OfflineProvider(model={self.model!r})"
 
-    def structured(
-        self,
-        messages: list[Message],
-        response_model: type[T],
-        *,
-        context: dict[str, Any] | None = None,
+    def _answer(
+        self, messages: list[Message], response_model: type[T], context: dict[str, Any]
     ) -> T:
         del messages  # the offline answer depends on the context alone
         answer = getattr(response_model, "offline_answer", None)
@@ -51,9 +47,8 @@ class OfflineProvider:
                 f"{response_model.__name__} has no classmethod offline_answer(context); "
                 "it cannot be answered offline",
             )
-        ctx = dict(context or {})
         try:
-            value = coerce(answer(ctx), response_model, ctx)
+            value = coerce(answer(context), response_model, context)
         except (ValidationError, TypeError) as exc:
             raise LLMSchemaError(
                 self.name,

@@ -16,15 +16,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-from pydantic import BaseModel, SecretStr
+from pydantic import SecretStr
 
 from episodic.llm.base import Message
 from episodic.llm.network import InstructorProvider, protected
 from episodic.llm.retry import RetryPolicy
 
-T = TypeVar("T", bound=BaseModel)
 OpenAIMode = Literal["tools", "json", "json_schema"]
 DEFAULT_MODEL = "llama3.1"
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
@@ -92,28 +91,20 @@ class OpenAIProvider(InstructorProvider):
         )
         return instructor.from_openai(client, mode=modes[self.mode])
 
-    def _create(
-        self,
-        client: Any,
-        messages: list[Message],
-        response_model: type[T],
-        context: dict[str, Any] | None,
-        hooks: Any,
-    ) -> T:
-        extra: dict[str, Any] = {} if self.seed is None else {"seed": self.seed}
+    def _endpoint(self, client: Any) -> Callable[..., Any]:
+        create: Callable[..., Any] = client.chat.completions.create
+        return create
+
+    def _arguments(self, messages: list[Message], context: dict[str, Any] | None) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "messages": protected(messages) if context else messages,
+            "temperature": 0,
+        }
+        if self.seed is not None:
+            arguments["seed"] = self.seed
         if self.max_tokens is not None:
-            extra["max_tokens"] = self.max_tokens
-        value: T = client.chat.completions.create(
-            model=self.model,
-            messages=protected(messages) if context else messages,
-            response_model=response_model,
-            max_retries=self.reasks,
-            context=context,
-            hooks=hooks,
-            temperature=0,
-            **extra,
-        )
-        return value
+            arguments["max_tokens"] = self.max_tokens
+        return arguments
 
     def _tokens(self, response: Any) -> tuple[int, int]:
         usage = getattr(response, "usage", None)
