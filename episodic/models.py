@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -27,6 +27,17 @@ def utc(ts: datetime) -> datetime:
     if ts.tzinfo is None:
         return ts.replace(tzinfo=UTC)
     return ts.astimezone(UTC)
+
+
+class TurnLike(Protocol):
+    """What prompts and summaries read of a turn: a `Turn`, or a test's stand-in."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def text(self) -> str: ...
 
 
 def now_utc() -> datetime:

@@ -148,36 +148,32 @@ def episode_features(
     prior_centroids: Vectors | Sequence[Sequence[float]] | None = None,
 ) -> EpisodeFeatures:
     """Count what makes an episode matter; see `EpisodeFeatures`."""
-    tool_errors = corrections = decisions = facts = questions = significant = 0
-    for t in turns:
-        if t.kind == "tool-error" or (
-            t.role == "tool" and t.kind != "tool-success" and _TOOL_FAILURE.search(t.text)
-        ):
-            tool_errors += 1
-        if t.role == "user":
-            if t.kind == "user-correction" or _CORRECTION.search(t.text):
-                corrections += 1
-            if "?" in t.text:
-                questions += 1
-            facts += len(_FIRST_PERSON.findall(t.text))
-        if t.role in ("user", "assistant"):
-            decisions += len(_DECISION.findall(t.text))
-        if t.role != "tool":
-            significant += len(_SIGNIFICANT.findall(t.text))
+    users = [t for t in turns if t.role == "user"]
     nov: float | None = None
     if vectors is not None and prior_centroids is not None and np.asarray(vectors).size:
         nov = novelty(vectors, prior_centroids)
     return EpisodeFeatures(
         n_turns=len(turns),
         n_chars=sum(len(t.text) for t in turns),
-        tool_errors=tool_errors,
-        corrections=corrections,
-        decisions=decisions,
-        first_person_facts=facts,
-        questions=questions,
-        significant=significant,
+        tool_errors=sum(1 for t in turns if _tool_failed(t)),
+        corrections=sum(
+            1 for t in users if t.kind == "user-correction" or _CORRECTION.search(t.text)
+        ),
+        decisions=sum(
+            len(_DECISION.findall(t.text)) for t in turns if t.role in ("user", "assistant")
+        ),
+        first_person_facts=sum(len(_FIRST_PERSON.findall(t.text)) for t in users),
+        questions=sum(1 for t in users if "?" in t.text),
+        significant=sum(len(_SIGNIFICANT.findall(t.text)) for t in turns if t.role != "tool"),
         novelty=nov,
     )
+
+
+def _tool_failed(t: EpisodeTurn) -> bool:
+    """A tool error by kind, or a tool's output that reads as a failure."""
+    if t.kind == "tool-error":
+        return True
+    return t.role == "tool" and t.kind != "tool-success" and bool(_TOOL_FAILURE.search(t.text))
 
 
 # --- the offline score --------------------------------------------------------

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Protocol
 
+from episodic.models import TurnLike
 from episodic.prompts import one_line
 
 SUMMARY_CHARS = 160
@@ -28,15 +28,6 @@ _GREETING = re.compile(
 _PREFACE = re.compile(r"^[A-Za-z][\w' -]{0,30}:\s+(?=\S)")
 
 
-class SpokenTurn(Protocol):
-    @property
-    def role(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def text(self) -> str: ...
-
-
 def _lead(text: str, sentences: int, max_chars: int) -> str:
     body = _GREETING.sub("", " ".join(text.split())).strip()
     body = _PREFACE.sub("", body) or body
@@ -45,7 +36,7 @@ def _lead(text: str, sentences: int, max_chars: int) -> str:
     return one_line(lead, max_chars)
 
 
-def readable_summary(turns: Sequence[SpokenTurn], max_chars: int = SUMMARY_CHARS) -> str:
+def readable_summary(turns: Sequence[TurnLike], max_chars: int = SUMMARY_CHARS) -> str:
     """What the episode was about, in one line; see the module docstring."""
     users = [t for t in turns if t.role == "user" and t.text.strip()]
     substantive = [t for t in users if len(_GREETING.sub("", t.text).split()) >= 3] or users

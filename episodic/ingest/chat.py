@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -68,6 +68,20 @@ class _Where:
     user_id: Any = None
     stream_id: Any = None
     default_stream: str | None = None
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where a conversation's messages come from: their positions' prefix, the
+    stream they default to, and the JSONL line holding them (None in a document,
+    where each message counts as a line of its own)."""
+
+    prefix: str
+    default_stream: str
+    line_no: int | None = None
+    raw: bytes | None = None
+    user_id: Any = None  # the conversation's own ids, once read
+    stream_id: Any = None
 
 
 class _Chains:
@@ -127,9 +141,7 @@ def _document(
 ) -> Iterator[TurnIn | Rejected]:
     value = rec.value
     if isinstance(value, dict) and "messages" in value:
-        yield from _conversation(
-            ctx, value, fn, counter, prefix="", default_stream=ctx.stem, line_no=None
-        )
+        yield from _conversation(ctx, value, fn, counter, _Source("", ctx.stem))
     elif isinstance(value, list) and value and _is_conversation(value[0]):
         for i, conv in enumerate(value):
             if not _is_conversation(conv):
@@ -142,28 +154,10 @@ def _document(
                 )
                 continue
             root, seen = _follow(chains, conv, i)
-            yield from _conversation(
-                ctx,
-                conv,
-                fn,
-                counter,
-                prefix=f"c{root}/",
-                default_stream=f"{ctx.stem}:{root}",
-                line_no=None,
-                seen=seen,
-            )
+            source = _Source(f"c{root}/", f"{ctx.stem}:{root}")
+            yield from _conversation(ctx, conv, fn, counter, source, seen=seen)
     elif isinstance(value, list):
-        yield from _messages(
-            ctx,
-            value,
-            fn,
-            counter,
-            prefix="",
-            user_id=None,
-            stream_id=None,
-            default_stream=ctx.stem,
-            line_no=None,
-        )
+        yield from _messages(ctx, value, fn, counter, _Source("", ctx.stem))
     else:
         yield ctx.reject(
             1,
@@ -186,17 +180,8 @@ def _line(ctx: Context, rec: Record, fn: PartsFn, chains: _Chains) -> Iterator[T
     obj, n = rec.value, rec.line_no
     if _is_conversation(obj):
         root, seen = _follow(chains, obj, n)
-        yield from _conversation(
-            ctx,
-            obj,
-            fn,
-            [0],
-            prefix=f"L{root}/",
-            default_stream=f"{ctx.stem}:{root}",
-            line_no=n,
-            raw=rec.raw,
-            seen=seen,
-        )
+        source = _Source(f"L{root}/", f"{ctx.stem}:{root}", n, rec.raw)
+        yield from _conversation(ctx, obj, fn, [0], source, seen=seen)
     elif isinstance(obj, dict):
         where = _Where(n, rec.raw, None, f"L{n}", default_stream=ctx.stem)
         yield from _message(ctx, obj, fn, where)
@@ -211,19 +196,17 @@ def _conversation(
     conv: dict[str, Any],
     fn: PartsFn,
     counter: list[int],
+    source: _Source,
     *,
-    prefix: str,
-    default_stream: str,
-    line_no: int | None,
-    raw: bytes | None = None,
     seen: int | None = None,
 ) -> Iterator[TurnIn | Rejected]:
     """`seen`: how many messages an earlier conversation of the chain gave
     (its system prompt too); None for the first of a chain."""
-    user_id = conv.get("user_id")
     stream_id = conv.get("stream_id") or conv.get("conversation_id") or conv.get("id")
     if isinstance(stream_id, int) and not isinstance(stream_id, bool):
         stream_id = str(stream_id)
+    source = replace(source, user_id=conv.get("user_id"), stream_id=stream_id)
+    line_no, raw = source.line_no, source.raw
     system = conv.get("system")
     if system and seen is not None:
         ctx.stats.skipped_repeated += 1
@@ -238,13 +221,13 @@ def _conversation(
         yield ctx.turn(
             line_no=n,
             raw=raw if raw is not None else raw_of(system),
-            position=f"{prefix}system",
+            position=f"{source.prefix}system",
             role="system",
             text=text,
             ts=message_ts(conv) or _first_ts(ctx, conv.get("messages")),
-            user_id=user_id,
-            stream_id=stream_id,
-            default_stream=default_stream,
+            user_id=source.user_id,
+            stream_id=source.stream_id,
+            default_stream=source.default_stream,
             label=None if line_no else f"message {n}",
         )
     messages = conv.get("messages")
@@ -260,19 +243,7 @@ def _conversation(
     ctx.stats.skipped_repeated += start
     if line_no is None:
         counter[0] += start
-    yield from _messages(
-        ctx,
-        messages,
-        fn,
-        counter,
-        prefix=prefix,
-        user_id=user_id,
-        stream_id=stream_id,
-        default_stream=default_stream,
-        line_no=line_no,
-        raw=raw,
-        start=start,
-    )
+    yield from _messages(ctx, messages, fn, counter, source, start=start)
 
 
 def _first_ts(ctx: Context, messages: Any) -> datetime | None:
@@ -295,37 +266,26 @@ def _messages(
     messages: list[Any],
     fn: PartsFn,
     counter: list[int],
+    source: _Source,
     *,
-    prefix: str,
-    user_id: Any,
-    stream_id: Any,
-    default_stream: str,
-    line_no: int | None,
-    raw: bytes | None = None,
     start: int = 0,
 ) -> Iterator[TurnIn | Rejected]:
     for i, msg in enumerate(messages[start:], start=start):
-        if line_no is None:
+        if source.line_no is None:
             counter[0] += 1
-            where = _Where(
-                counter[0],
-                None,
-                f"message {counter[0]}",
-                f"{prefix}m{i}",
-                user_id,
-                stream_id,
-                default_stream,
-            )
+            line_no, raw, label = counter[0], None, f"message {counter[0]}"
         else:
-            where = _Where(
-                line_no,
-                raw,
-                f"line {line_no}: message {i}",
-                f"{prefix}m{i}",
-                user_id,
-                stream_id,
-                default_stream,
-            )
+            line_no, raw = source.line_no, source.raw
+            label = f"line {line_no}: message {i}"
+        where = _Where(
+            line_no,
+            raw,
+            label,
+            f"{source.prefix}m{i}",
+            source.user_id,
+            source.stream_id,
+            source.default_stream,
+        )
         if not isinstance(msg, dict):
             yield ctx.reject(
                 where.line_no,

@@ -6,8 +6,21 @@ This package also holds the small text helpers the builders share.
 from __future__ import annotations
 
 import re
+from datetime import datetime
+
+from episodic.llm.base import Message
+from episodic.models import utc
 
 _SPACE = re.compile(r"\s+")
+
+
+def today(now: datetime) -> str:
+    """The date line that opens a prompt; the date only, so a day's prompts cache alike."""
+    return f"Today is {utc(now):%Y-%m-%d}."
+
+
+def system_and_user(system: str, user: str) -> list[Message]:
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def one_line(text: str, max_chars: int) -> str:

@@ -13,9 +13,8 @@ from datetime import datetime
 
 from episodic.facts.types import FactTurn
 from episodic.llm.base import Message
-from episodic.models import utc
-from episodic.prompts import clip_middle
-from episodic.prompts.salience import ANCHORS, CHARS_PER_TOKEN, DEFAULT_MAX_TOKENS, Domain
+from episodic.prompts import clip_middle, system_and_user, today
+from episodic.prompts.salience import CHARS_PER_TOKEN, DEFAULT_MAX_TOKENS, Domain, anchors
 
 MAX_TURN_CHARS = 600
 
@@ -40,18 +39,16 @@ def digest_messages(
     max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> list[Message]:
     """Messages for one episode; turns numbered from 1, as the facts' support cites them."""
-    if domain not in ANCHORS:
-        raise ValueError(f"unknown salience domain {domain!r}; expected one of {sorted(ANCHORS)}")
+    low, high = anchors(domain)
     if len(kinds) != len(turns):
         raise ValueError("kinds and turns differ in length")
-    low, high = ANCHORS[domain]
     per_turn = max(40, min(MAX_TURN_CHARS, max_tokens * CHARS_PER_TOKEN // max(1, len(turns))))
     lines = [
         f"[{i}] {t.role} ({k}): {clip_middle(' '.join(t.text.split()), per_turn)}"
         for i, (t, k) in enumerate(zip(turns, kinds, strict=True), start=1)
     ]
     user = (
-        f"Today is {utc(now):%Y-%m-%d}.\n\nEpisode:\n" + "\n".join(lines) + "\n\n"
+        f"{today(now)}\n\nEpisode:\n" + "\n".join(lines) + "\n\n"
         "Return:\n"
         f"- rating.score: 1 to 10, where 1 is {low} and 10 is {high}; "
         "most episodes are neither\n"
@@ -61,4 +58,4 @@ def digest_messages(
         "- facts: at most 8 durable facts, each with `text` (at most 150 characters) "
         "and `support` (turn numbers); an empty list when there are none"
     )
-    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
+    return system_and_user(_SYSTEM, user)

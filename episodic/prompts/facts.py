@@ -15,6 +15,7 @@ import numpy as np
 from episodic.facts.types import CandidateSet, ExistingFact, FactTurn, Vector
 from episodic.llm.base import Message
 from episodic.models import utc
+from episodic.prompts import system_and_user
 
 MAX_TURN_CHARS = 2000
 
@@ -70,7 +71,7 @@ def extraction_messages(turns: Sequence[FactTurn], *, now: datetime) -> list[Mes
         + "\n".join(lines)
         + "\n\nList the durable facts, each with the numbers of its supporting turns."
     )
-    return [{"role": "system", "content": _EXTRACT_SYSTEM}, {"role": "user", "content": user}]
+    return system_and_user(_EXTRACT_SYSTEM, user)
 
 
 def number_existing(
@@ -128,4 +129,4 @@ def merge_messages(candidate_sets: Sequence[CandidateSet], *, now: datetime) -> 
         f"Today is {_stamp(now)}.\n\nExisting facts:\n{listed or '(none)'}\n\n"
         f"New facts:\n{new}\n\nGive one decision per new fact."
     )
-    return [{"role": "system", "content": _MERGE_SYSTEM}, {"role": "user", "content": user}]
+    return system_and_user(_MERGE_SYSTEM, user)

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from episodic.llm.base import Message
-from episodic.models import utc
-from episodic.prompts import one_line
+from episodic.prompts import one_line, system_and_user, today
 
 MAX_STATEMENTS = 100
 STATEMENT_CHARS = 300
@@ -33,34 +32,35 @@ def number_statements(statements: Sequence[str]) -> str:
     )
 
 
+def _check(n: int, statements: Sequence[str], asked: str) -> None:
+    if not 1 <= n <= 5:
+        raise ValueError(f"n must be in 1..5, got {n}")
+    if not statements:
+        raise ValueError(f"{asked} need at least one statement")
+
+
 def focal_question_messages(
     statements: Sequence[str], now: datetime, *, n: int = 3
 ) -> list[Message]:
     """Ask for the n most salient high-level questions the statements can answer."""
-    if not 1 <= n <= 5:
-        raise ValueError(f"n must be in 1..5, got {n}")
-    if not statements:
-        raise ValueError("focal questions need at least one statement")
+    _check(n, statements, "focal questions")
     user = (
-        f"Today is {utc(now):%Y-%m-%d}.\n\n"
+        f"{today(now)}\n\n"
         f"{number_statements(statements)}\n\n"
         f"Given only the information above, what are the {n} most salient "
         "high-level questions we can answer about the subjects in the statements?\n"
         f"Return `questions`: a list of {n} questions, each one sentence."
     )
-    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
+    return system_and_user(_SYSTEM, user)
 
 
 def insight_messages(
     question: str, statements: Sequence[str], now: datetime, *, n: int = 5
 ) -> list[Message]:
     """Ask for n high-level insights, each citing the numbers of its statements."""
-    if not 1 <= n <= 5:
-        raise ValueError(f"n must be in 1..5, got {n}")
-    if not statements:
-        raise ValueError("insights need at least one statement")
+    _check(n, statements, "insights")
     user = (
-        f"Today is {utc(now):%Y-%m-%d}.\n\n"
+        f"{today(now)}\n\n"
         f"Statements relevant to the question: {one_line(question, STATEMENT_CHARS)}\n"
         f"{number_statements(statements)}\n\n"
         f"What {n} high-level insights can you infer from the above statements? "
@@ -69,4 +69,4 @@ def insight_messages(
         "sentence, and `evidence`, the numbers of the statements above that "
         f"support it (each between 1 and {len(statements)})."
     )
-    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
+    return system_and_user(_SYSTEM, user)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal
 
 from episodic.llm.base import Message
-from episodic.models import utc
-from episodic.prompts import clip_middle, one_line
+from episodic.models import TurnLike
+from episodic.prompts import clip_middle, one_line, system_and_user, today
 
 Domain = Literal["general", "coding", "sre"]
 
@@ -48,13 +48,11 @@ _LABELS = {
 }
 
 
-class TurnLike(Protocol):
-    @property
-    def role(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def text(self) -> str: ...
+def anchors(domain: str) -> tuple[str, str]:
+    """The (1, 10) ends of a domain's scale."""
+    if domain not in ANCHORS:
+        raise ValueError(f"unknown salience domain {domain!r}; expected one of {sorted(ANCHORS)}")
+    return ANCHORS[domain]
 
 
 def render_turn(turn: TurnLike, max_chars: int = MAX_TURN_CHARS) -> str:
@@ -102,9 +100,7 @@ def salience_messages(
     max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> list[Message]:
     """Messages asking for score (1-10), a short rationale and a one-line summary."""
-    if domain not in ANCHORS:
-        raise ValueError(f"unknown salience domain {domain!r}; expected one of {sorted(ANCHORS)}")
-    low, high = ANCHORS[domain]
+    low, high = anchors(domain)
     text = clip_middle(episode_text.strip(), max(40, max_tokens * CHARS_PER_TOKEN))
     system = (
         "You rate how much one episode of an agent's work should weigh on its "
@@ -112,7 +108,7 @@ def salience_messages(
         "rating. Answer only with the requested fields."
     )
     user = (
-        f"Today is {utc(now):%Y-%m-%d}.\n\n"
+        f"{today(now)}\n\n"
         f"On the scale of 1 to 10, where 1 is {low} and 10 is {high}, "
         "rate the likely poignancy of the following episode for future recall. "
         "Use the whole scale; most episodes are neither a 1 nor a 10.\n\n"
@@ -122,7 +118,7 @@ def salience_messages(
         "- rationale: why, in one or two sentences (at most 300 characters)\n"
         "- summary: what happened in the episode, one line of at most 160 characters"
     )
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return system_and_user(system, user)
 
 
 def describe_anchors(domain: Domain) -> str:
