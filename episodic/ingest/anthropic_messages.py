@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from episodic.ingest import chat
-from episodic.ingest.chat import Part, Parts
+from episodic.ingest.chat import Part, Parts, message_role
 from episodic.ingest.common import Context
 from episodic.models import Rejected, TurnIn
 
@@ -109,11 +109,9 @@ def blocks_to_parts(role: str, content: Any) -> Parts:
 
 
 def message_parts(msg: dict[str, Any]) -> Parts:
-    role = msg.get("role")
-    if role is None:
-        return Parts(error="missing field: role")
-    if not isinstance(role, str):
-        return Parts(error=f"role must be a string, got {type(role).__name__}")
+    role, why = message_role(msg)
+    if why:
+        return Parts(error=why)
     if "content" not in msg:
         return Parts(error="missing field: content")
     return blocks_to_parts(role, msg["content"])

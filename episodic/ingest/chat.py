@@ -50,6 +50,16 @@ PartsFn = Callable[[dict[str, Any]], Parts]
 TS_KEYS = ("timestamp", "created_at", "created", "ts")
 
 
+def message_role(msg: dict[str, Any]) -> tuple[str, str | None]:
+    """A message's role, or why it has none that can be read."""
+    role = msg.get("role")
+    if role is None:
+        return "", "missing field: role"
+    if not isinstance(role, str):
+        return "", f"role must be a string, got {type(role).__name__}"
+    return role, None
+
+
 def message_ts(msg: dict[str, Any]) -> Any:
     for key in TS_KEYS:
         if msg.get(key) is not None:

@@ -39,19 +39,23 @@ def _check(n: int, statements: Sequence[str], asked: str) -> None:
         raise ValueError(f"{asked} need at least one statement")
 
 
+def _asking(now: datetime, statements: str, question: str) -> list[Message]:
+    """Both prompts' layout: the date, the numbered statements, then the question."""
+    return system_and_user(_SYSTEM, f"{today(now)}\n\n{statements}\n\n{question}")
+
+
 def focal_question_messages(
     statements: Sequence[str], now: datetime, *, n: int = 3
 ) -> list[Message]:
     """Ask for the n most salient high-level questions the statements can answer."""
     _check(n, statements, "focal questions")
-    user = (
-        f"{today(now)}\n\n"
-        f"{number_statements(statements)}\n\n"
+    return _asking(
+        now,
+        number_statements(statements),
         f"Given only the information above, what are the {n} most salient "
         "high-level questions we can answer about the subjects in the statements?\n"
-        f"Return `questions`: a list of {n} questions, each one sentence."
+        f"Return `questions`: a list of {n} questions, each one sentence.",
     )
-    return system_and_user(_SYSTEM, user)
 
 
 def insight_messages(
@@ -59,14 +63,13 @@ def insight_messages(
 ) -> list[Message]:
     """Ask for n high-level insights, each citing the numbers of its statements."""
     _check(n, statements, "insights")
-    user = (
-        f"{today(now)}\n\n"
+    return _asking(
+        now,
         f"Statements relevant to the question: {one_line(question, STATEMENT_CHARS)}\n"
-        f"{number_statements(statements)}\n\n"
+        f"{number_statements(statements)}",
         f"What {n} high-level insights can you infer from the above statements? "
         "(example format: insight (because of 1, 5, 3))\n"
         "Return `insights`: a list where each item has `text`, the insight in one "
         "sentence, and `evidence`, the numbers of the statements above that "
-        f"support it (each between 1 and {len(statements)})."
+        f"support it (each between 1 and {len(statements)}).",
     )
-    return system_and_user(_SYSTEM, user)

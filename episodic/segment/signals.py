@@ -59,7 +59,26 @@ class SizeCap(Signal):
         self._start = finite(state["start"])
 
 
-class TimeGap(Signal):
+class _SinceLastTurn(Signal):
+    """What the gap and idle signals share: the event time of the last turn,
+    and a score that is the fraction of a limit in minutes."""
+
+    def _reset(self) -> None:
+        self._last: float | None = None
+
+    def _against(self, minutes: float, limit: float) -> None:
+        self._fired = minutes > limit
+        self._score = clip01(minutes / limit)
+
+    def _get(self) -> dict[str, Any]:
+        return {"last": self._last}
+
+    def _set(self, state: dict[str, Any]) -> None:
+        last = state["last"]
+        self._last = None if last is None else finite(last)
+
+
+class TimeGap(_SinceLastTurn):
     """More than `gap_minutes` between two consecutive turns of the stream.
 
     The gap is the absolute difference of their event times: a turn dated far
@@ -83,29 +102,18 @@ class TimeGap(Signal):
     def _params(self) -> dict[str, Any]:
         return {"gap_minutes": self.gap_minutes}
 
-    def _reset(self) -> None:
-        self._last: float | None = None
-
     def update(self, turn: SegTurn) -> float:
         ts = turn.event_ts.timestamp()
         if self._last is None:
             self._score, self._fired = 0.0, False
         else:
-            gap = abs(ts - self._last) / 60.0  # backwards counts: see the class docstring
-            self._fired = gap > self.gap_minutes
-            self._score = clip01(gap / self.gap_minutes)
+            # backwards counts: see the class docstring
+            self._against(abs(ts - self._last) / 60.0, self.gap_minutes)
         self._last = ts
         return self._score
 
-    def _get(self) -> dict[str, Any]:
-        return {"last": self._last}
 
-    def _set(self, state: dict[str, Any]) -> None:
-        last = state["last"]
-        self._last = None if last is None else finite(last)
-
-
-class IdleClose(Signal):
+class IdleClose(_SinceLastTurn):
     """At poll time: the open episode's last turn is older than `idle_minutes`."""
 
     name = "idle"
@@ -119,9 +127,6 @@ class IdleClose(Signal):
     def _params(self) -> dict[str, Any]:
         return {"idle_minutes": self.idle_minutes}
 
-    def _reset(self) -> None:
-        self._last: float | None = None
-
     def update(self, turn: SegTurn) -> float:
         self._last = turn.event_ts.timestamp()
         self._score, self._fired = 0.0, False
@@ -131,17 +136,8 @@ class IdleClose(Signal):
         if self._last is None:
             self._score, self._fired = 0.0, False
         else:
-            idle = (now_ts - self._last) / 60.0
-            self._fired = idle > self.idle_minutes
-            self._score = clip01(idle / self.idle_minutes)
+            self._against((now_ts - self._last) / 60.0, self.idle_minutes)
         return self._score
-
-    def _get(self) -> dict[str, Any]:
-        return {"last": self._last}
-
-    def _set(self, state: dict[str, Any]) -> None:
-        last = state["last"]
-        self._last = None if last is None else finite(last)
 
 
 class Structural(Signal):
