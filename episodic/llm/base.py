@@ -60,14 +60,10 @@ class LLMProvider(Protocol):
     ) -> T: ...
 
 
-class BaseProvider:
+class BaseProvider(LLMProvider):
     """What the concrete providers share: `structured` copies the context once
     (a dict, never None) and hands the question to `_answer`, the one method a
     provider writes, as an httpx transport writes `handle_request`."""
-
-    name: str
-    model: str
-    usage: Usage
 
     def structured(
         self,
