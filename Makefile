@@ -39,7 +39,7 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check episodic storage tasks flows cli bench tests
 	$(VENV)/bin/ruff format --check episodic storage tasks flows cli bench tests
-	$(VENV)/bin/mypy episodic storage tasks flows cli
+	$(VENV)/bin/mypy episodic storage tasks flows cli bench
 
 bench: install
 	EPISODIC_HOME=$(HOME_DIR) $(VENV)/bin/episodic bench all

@@ -11,8 +11,6 @@ turns must come back as duplicates. Afterwards raw is read back: turns lost
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,17 +22,13 @@ from typing import Any
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.servers import ROOT, free_port, start, stop, wait_healthy
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+API_STOP_S = 30.0  # SIGTERM, then SIGKILL after this long
 
 
 def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ)
     env.update(
         {
@@ -45,25 +39,16 @@ def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
         }
     )
     env.pop("PREFECT_API_URL", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from cli.main import main; main()", "api", "--port", str(port)],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    cmd = [sys.executable, "-c", "from cli.main import main; main()", "api", "--port", str(port)]
+    log = home / "api.log"
+    proc = start(cmd, env, log)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"episodic api exited {proc.returncode}")
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise TimeoutError("episodic api did not start")
+    try:
+        wait_healthy(f"{url}/healthz", proc, 180.0, log, poll_s=0.2)
+    except BaseException:
+        stop(proc, int_s=None, term_s=API_STOP_S)
+        raise
+    return proc, url
 
 
 def _batch(client: int, n: int, size: int) -> list[dict[str, Any]]:
@@ -94,13 +79,13 @@ def bench_api(
     lat: list[float] = []
     counts = {"accepted": 0, "duplicates": 0, "resent": 0, "errors": 0, "batches": 0}
     lock = threading.Lock()
-    stop = threading.Event()
+    done = threading.Event()
     consolidations: list[float] = []
 
     def client(c: int) -> None:
         with httpx.Client(base_url=url, headers=headers, timeout=60) as h:
             for n in range(per_client):
-                if stop.is_set():
+                if done.is_set():
                     return
                 body = {"turns": _batch(c, n, batch)}
                 sends = 2 if n % 5 == 4 else 1
@@ -122,12 +107,12 @@ def bench_api(
 
     def consolidate() -> None:
         with httpx.Client(base_url=url, headers=headers, timeout=600) as h:
-            while not stop.is_set():
+            while not done.is_set():
                 t = time.perf_counter()
                 r = h.post("/v1/consolidate")
                 if r.status_code == 200:
                     consolidations.append(time.perf_counter() - t)
-                stop.wait(0.5)
+                done.wait(0.5)
 
     bg = threading.Thread(target=consolidate, daemon=True)
     workers = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
@@ -136,22 +121,18 @@ def bench_api(
         t0 = time.perf_counter()
         for w in workers:
             w.start()
-        timer = threading.Timer(seconds, stop.set)
+        timer = threading.Timer(seconds, done.set)
         timer.start()
         for w in workers:
             w.join()
         wall = time.perf_counter() - t0
         timer.cancel()
-        stop.set()
+        done.set()
         bg.join(timeout=600)
         with httpx.Client(base_url=url, headers=headers, timeout=60) as h:
             status = h.get("/v1/status").json()
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, int_s=None, term_s=API_STOP_S)
     tbl = Store(str(home / "lancedb")).table("raw_turns").to_arrow()
     ids = tbl.column("turn_id").to_pylist()
     stored = len(ids)

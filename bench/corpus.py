@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from episodic.ingest.kinds import derive_kind
-from episodic.models import TurnIn
+from episodic.models import Role, TurnIn
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SOURCE = "bench"
@@ -93,7 +93,7 @@ def realistic_turns(
         for i, text in enumerate(utts):
             if len(out) >= n:
                 break
-            role = "user" if i % 2 == 0 else "assistant"
+            role: Role = "user" if i % 2 == 0 else "assistant"
             out.append(
                 TurnIn(
                     user_id=key[0],
@@ -165,6 +165,17 @@ def report(name: str, res: dict[str, Any]) -> None:
         mark = {True: "ok", False: "MISSED", None: "n/a"}[t["met"]]
         lines.append(f"[bench {name}] {key}: {t['value']} (target {t['target']}) {mark}")
     sys.stderr.write("\n".join(lines) + "\n")
+
+
+def run_consolidate(user: str | None = None, flush: bool = False) -> dict[str, Any]:
+    """The consolidate flow, called in this process: its summary (on "nothing
+    to do" the flow returns a Completed state, and the call hands back its data)."""
+    from flows.consolidate import consolidate
+
+    summary = consolidate(user=user, flush=flush)
+    if not isinstance(summary, dict):
+        raise TypeError(f"the consolidate flow gave a {type(summary).__name__}, not its summary")
+    return summary
 
 
 @contextmanager

@@ -1,21 +1,24 @@
 """The fact scenario suite: short conversations with the facts they must leave.
 
-Written for this suite (not the demo's sentences). Each case is a list of
-episodes (each a list of (role, text) turns), then:
-
-- `active`: phrases (casefolded substrings) that must each match an active fact;
-- `superseded`: phrases that must each match a superseded (updated or
-  deleted) fact; any other superseded fact is a wrong supersession;
-- `absent`: phrases no active fact may contain (the assistant's own
-  statements, hypotheticals, questions).
+The cases are data, in bench/fact_cases.toml (its header says what each
+field means): CASES, on which the rules were tuned, and HELD_OUT, written
+afterwards to see how the extractor does on phrasing it was not fitted to.
+Each Case holds its episodes (each a list of (role, text) turns) and the
+phrases that must be `active`, `superseded` or `absent` after the merge.
 """
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 U, A = "user", "assistant"
 Turns = list[tuple[str, str]]
+DATA = Path(__file__).with_name("fact_cases.toml")
+SPEAKERS = {"U": U, "A": A}
+FIELDS = {"name", "topic", "episodes", "active", "superseded", "absent"}
 
 
 @dataclass(frozen=True)
@@ -28,212 +31,31 @@ class Case:
     absent: list[str] = field(default_factory=list)
 
 
-CASES: list[Case] = [
-    # --- location -------------------------------------------------------------
-    Case("preface-intro", "location",
-         [[(U, "Hey there! Quick intro: I live in Oslo and I work as a nurse."),
-           (A, "Nice to meet you. How can I help?")]],
-         active=["lives in oslo", "works as a nurse"]),
-    Case("preface-reminder", "location",
-         [[(U, "Reminder for you: I live in Valencia."), (A, "Noted, Valencia.")]],
-         active=["lives in valencia"]),
-    Case("moved-so-live", "location",
-         [[(U, "I live in Porto."), (A, "Porto is lovely.")],
-          [(U, "Big news: I moved to Munich in March, so I live in Munich now."),
-           (A, "Congratulations on the move!")]],
-         active=["munich"], superseded=["lives in porto"], absent=["lives in porto"]),
-    Case("based-in", "location",
-         [[(U, "For context, I'm based in Nairobi."), (A, "Thanks.")]],
-         active=["lives in nairobi"]),
-    Case("home-is-in", "location",
-         [[(U, "My home is in Ghent, near the old harbour."), (A, "Sounds nice.")]],
-         active=["lives in ghent"]),
-    Case("we-relocated", "location",
-         [[(U, "I'm living in Leeds at the moment."), (A, "OK.")],
-          [(U, "We relocated to Dublin over the summer."), (A, "How is Dublin?")]],
-         active=["dublin"], superseded=["lives in leeds"]),
-    Case("planned-move-is-not-a-move", "location",
-         [[(U, "I live in Turin."), (A, "Great.")],
-          [(U, "I'm thinking about moving to Zurich next year."), (A, "Good luck.")]],
-         active=["lives in turin", "considering moving to zurich"], absent=["lives in zurich"]),
-    Case("past-residence", "location",
-         [[(U, "I used to live in Cairo, these days I live in Amman."), (A, "OK.")]],
-         active=["lives in amman", "used to live in cairo"], absent=["lives in cairo"]),
-    Case("correction-not", "location",
-         [[(U, "I live in Graz."), (A, "Graz, got it.")],
-          [(U, "Actually, I live in Linz, not Graz. I mistyped."), (A, "Fixed.")]],
-         active=["lives in linz"], superseded=["lives in graz"]),
-    Case("question-is-no-fact", "location",
-         [[(U, "Should I move to Madrid? What would you do?"),
-           (A, "I live in the cloud, so I can't say. I would pick Madrid.")]],
-         absent=["madrid", "cloud"]),
-    # --- work -----------------------------------------------------------------
-    Case("two-facts-one-sentence", "work",
-         [[(U, "I live in Tallinn and work as a data engineer."), (A, "Cool.")]],
-         active=["lives in tallinn", "works as a data engineer"]),
-    Case("job-at-employer", "work",
-         [[(U, "I'm a pharmacist at Boots."), (A, "Thanks for sharing.")]],
-         active=["works as a pharmacist", "works at boots"]),
-    Case("changed-employer", "work",
-         [[(U, "I work at Globex."), (A, "OK.")],
-          [(U, "So I joined Initech last week."), (A, "Congrats on the new job!")]],
-         active=["works at initech"], superseded=["works at globex"]),
-    Case("left-job", "work",
-         [[(U, "I work for Hooli as a designer."), (A, "Nice.")],
-          [(U, "I left Hooli in June."), (A, "What's next?")]],
-         superseded=["works for hooli"]),
-    Case("occupation-change", "work",
-         [[(U, "I work as a teacher."), (A, "Great.")],
-          [(U, "These days I work as a software developer."), (A, "Big change!")]],
-         active=["works as a software developer"], superseded=["works as a teacher"]),
-    Case("assistant-job-not-user", "work",
-         [[(U, "Can you help me write a cover letter?"),
-           (A, "Sure. I work as a writing assistant and I live in a data centre.")]],
-         absent=["writing assistant", "data centre"]),
-    # --- family ---------------------------------------------------------------
-    Case("sister-pronoun", "family",
-         [[(U, "My sister Ana lives in Rome. She is a nurse."), (A, "Nice.")]],
-         active=["sister ana lives in rome", "sister ana is a nurse"]),
-    Case("married", "family",
-         [[(U, "Btw, I'm married to Sam and we have two kids."), (A, "Lovely.")]],
-         active=["married to sam"]),
-    Case("daughter-age", "family",
-         [[(U, "My daughter is 7."), (A, "OK.")],
-          [(U, "My daughter just turned 8!"), (A, "Happy birthday to her!")]],
-         active=["daughter is 8"], superseded=["daughter is 7"]),
-    Case("partner-name", "family",
-         [[(U, "My partner's name is Kim."), (A, "Hi Kim!")]],
-         active=["partner's name is kim"]),
-    Case("relatives-separate-slots", "family",
-         [[(U, "My brother is a pilot."), (A, "Cool.")],
-          [(U, "My brother is 41."), (A, "OK.")]],
-         active=["brother is a pilot", "brother is 41"]),
-    # --- pets -----------------------------------------------------------------
-    Case("pet-named", "pets",
-         [[(U, "I have a cat named Miso. She is 3 years old."), (A, "Cute!")]],
-         active=["cat named miso", "miso is 3 years old"]),
-    Case("pet-adopted-we", "pets",
-         [[(U, "We adopted a puppy called Biscuit."), (A, "Aww.")]],
-         active=["puppy called biscuit"]),
-    Case("pet-died", "pets",
-         [[(U, "I have a dog named Pepper."), (A, "Good dog.")],
-          [(U, "Sad news: Pepper passed away on Sunday."), (A, "I'm so sorry.")]],
-         superseded=["dog named pepper"]),
-    Case("two-pets", "pets",
-         [[(U, "I have a parrot named Kiwi."), (A, "Fun.")],
-          [(U, "I also got a rabbit named Clover."), (A, "Fun too.")]],
-         active=["parrot named kiwi", "rabbit named clover"]),
-    # --- preferences ----------------------------------------------------------
-    Case("always-want", "preferences",
-         [[(U, "I always want small PRs with squash merges."), (A, "Understood.")]],
-         active=["wants small prs with squash merges"]),
-    Case("dislike", "preferences",
-         [[(U, "I don't like cilantro at all."), (A, "Noted.")]],
-         active=["dislikes cilantro"]),
-    Case("like-then-dislike", "preferences",
-         [[(U, "I love jazz."), (A, "Great taste.")],
-          [(U, "Honestly I'm not a fan of jazz anymore."), (A, "Tastes change.")]],
-         active=["dislikes jazz"], superseded=["loves jazz"]),
-    Case("rather", "preferences",
-         [[(U, "I'd rather get answers in bullet points."), (A, "Will do.")]],
-         active=["prefers to get answers in bullet points"]),
-    Case("imperative-always", "preferences",
-         [[(U, "Please always run the tests before committing."), (A, "OK.")]],
-         active=["always run the tests before committing"]),
-    Case("assistant-preference-not-user", "preferences",
-         [[(U, "What's a good editor?"), (A, "I prefer Emacs, and I love Lisp.")]],
-         absent=["emacs", "lisp"]),
-    # --- tools ----------------------------------------------------------------
-    Case("team-switch", "tools",
-         [[(U, "We use Jenkins for CI."), (A, "OK.")],
-          [(U, "We switched from Jenkins to GitHub Actions."), (A, "Good move.")]],
-         active=["github actions"], superseded=["jenkins"]),
-    Case("editor-now", "tools",
-         [[(U, "I use Vim."), (A, "Classic.")],
-          [(U, "I'm using VS Code now."), (A, "OK.")]],
-         active=["uses vs code"], superseded=["uses vim"]),
-    Case("two-languages-coexist", "tools",
-         [[(U, "I use Python at work."), (A, "OK.")],
-          [(U, "I also use Rust for side projects."), (A, "Nice.")]],
-         active=["uses python", "uses rust"]),
-    Case("stopped-tool", "tools",
-         [[(U, "We use Trello for planning."), (A, "OK.")],
-          [(U, "We stopped using Trello."), (A, "What replaced it?")]],
-         superseded=["uses trello"]),
-    Case("quoted-assistant", "tools",
-         [[(U, "> Assistant: I use Postgres for everything\nThat was your answer; I use SQLite."),
-           (A, "Right.")]],
-         active=["uses sqlite"], absent=["postgres"]),
-    # --- plans ----------------------------------------------------------------
-    Case("plan", "plans",
-         [[(U, "I'm planning to run the Berlin marathon in September."), (A, "Train well!")]],
-         active=["planning to run the berlin marathon"], absent=["lives in berlin"]),
-    Case("will", "plans",
-         [[(U, "Next week I'll visit my parents in Lyon."), (A, "Enjoy.")]],
-         active=["will visit their parents in lyon"], absent=["lives in lyon"]),
-    Case("hypothetical", "plans",
-         [[(U, "If I moved to Tokyo, would I need a visa?"), (A, "Probably.")]],
-         absent=["tokyo"]),
-    # --- negation and tense ---------------------------------------------------
-    Case("no-longer", "negation",
-         [[(U, "I drink coffee every morning."), (A, "OK.")],
-          [(U, "I don't drink coffee anymore."), (A, "Good for you.")]],
-         superseded=["drinks coffee"], absent=["drinks coffee every"]),
-    Case("not-living-anymore", "negation",
-         [[(U, "I live in Kyiv."), (A, "OK.")],
-          [(U, "I don't live in Kyiv anymore."), (A, "Understood.")]],
-         superseded=["lives in kyiv"], absent=["lives in kyiv"]),
-    Case("never", "negation",
-         [[(U, "I never eat pork."), (A, "Noted.")]],
-         active=["never eats pork"]),
-    Case("sold-car", "negation",
-         [[(U, "I have a red Volvo."), (A, "Nice car.")],
-          [(U, "I sold my Volvo."), (A, "OK.")]],
-         superseded=["red volvo"], absent=["volvo"]),
-    # --- corrections ----------------------------------------------------------
-    Case("name-correction", "corrections",
-         [[(U, "My name is Jon."), (A, "Hi Jon.")],
-          [(U, "Correction: my name is John, with an h."), (A, "Sorry, John.")]],
-         active=["name is john"], superseded=["name is jon"]),
-    Case("age-update", "corrections",
-         [[(U, "I'm 29."), (A, "OK.")],
-          [(U, "I'm 30 now, had my birthday."), (A, "Happy birthday!")]],
-         active=["30 years old"], superseded=["29 years old"]),
-    Case("repeat-is-noop", "corrections",
-         [[(U, "I live in Bergen."), (A, "OK.")],
-          [(U, "As I said, I live in Bergen."), (A, "Yes.")]],
-         active=["lives in bergen"]),
-]  # fmt: skip
+def _turn(case: str, line: str) -> tuple[str, str]:
+    who, sep, text = line.partition(": ")
+    if not sep or who not in SPEAKERS:
+        raise ValueError(f"fact case {case!r}: a turn starts with 'U: ' or 'A: ', got {line!r}")
+    return SPEAKERS[who], text
 
-# Written after the rules were tuned on the cases above and run once as they
-# stand: how the extractor does on phrasing it was not fitted to.
-HELD_OUT: list[Case] = [
-    Case("h-greeting-location", "location",
-         [[(U, "Hello! Just so you know, I currently live in Kraków with my partner."),
-           (A, "Thanks, noted.")]],
-         active=["lives in kraków"]),
-    Case("h-relocated-i", "location",
-         [[(U, "I live in Seville."), (A, "OK.")],
-          [(U, "Update: I relocated to Bilbao for the new job."), (A, "Good luck!")]],
-         active=["bilbao"], superseded=["lives in seville"]),
-    Case("h-employer-and-role", "work",
-         [[(U, "I've been working at Siemens as an electrician since 2019."), (A, "Nice.")]],
-         active=["siemens"]),
-    Case("h-dog-and-name", "pets",
-         [[(U, "We have a beagle named Toby and he loves the beach."), (A, "Cute.")]],
-         active=["beagle named toby"]),
-    Case("h-prefer-over", "preferences",
-         [[(U, "I prefer dark mode in every editor."), (A, "Sure.")]],
-         active=["prefers dark mode"]),
-    Case("h-team-database", "tools",
-         [[(U, "Our team uses MongoDB."), (A, "OK.")],
-          [(U, "We migrated from MongoDB to Postgres last quarter."), (A, "Nice.")]],
-         active=["postgres"], superseded=["mongodb"]),
-    Case("h-assistant-claims", "preferences",
-         [[(U, "Tell me about yourself."),
-           (A, "I'm an AI assistant. I live on servers and I love helping with code.")]],
-         absent=["servers", "helping with code", "ai assistant"]),
-    Case("h-plan-trip", "plans",
-         [[(U, "I'm going to Iceland in August with my brother."), (A, "Amazing.")]],
-         active=["iceland"], absent=["lives in iceland"]),
-]  # fmt: skip
+
+def _case(row: dict[str, Any]) -> Case:
+    name = str(row.get("name", "?"))
+    if unknown := set(row) - FIELDS:
+        raise ValueError(f"fact case {name!r}: unknown fields {sorted(unknown)}")
+    return Case(
+        name,
+        row["topic"],
+        [[_turn(name, line) for line in episode] for episode in row["episodes"]],
+        active=list(row.get("active", [])),
+        superseded=list(row.get("superseded", [])),
+        absent=list(row.get("absent", [])),
+    )
+
+
+def load(path: Path = DATA) -> tuple[list[Case], list[Case]]:
+    """The tuned cases and the held-out ones."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return [_case(r) for r in data["cases"]], [_case(r) for r in data["held_out"]]
+
+
+CASES, HELD_OUT = load()

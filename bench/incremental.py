@@ -53,7 +53,7 @@ def clone_users(store: Any, copies: int) -> None:
 
 
 def _poll_times(n_polls: int, start: Any) -> list[float]:
-    from flows.consolidate import consolidate
+    from bench.corpus import run_consolidate
     from tasks.runtime import get_runtime
 
     rt = get_runtime()
@@ -63,14 +63,14 @@ def _poll_times(n_polls: int, start: Any) -> list[float]:
         start = new[-1].event_ts + timedelta(minutes=5)
         rt.raw.append(new)
         t0 = time.perf_counter()
-        res = consolidate(user=POLL_USER)
+        res = run_consolidate(user=POLL_USER)
         times.append(time.perf_counter() - t0)
         assert res["turns_processed"] == 100, res["turns_processed"]
     return times
 
 
 def _store_case(base: int, copies: int, polls: int) -> dict[str, Any]:
-    from flows.consolidate import consolidate
+    from bench.corpus import run_consolidate
     from tasks.maintain import upkeep
     from tasks.runtime import get_runtime
 
@@ -79,7 +79,7 @@ def _store_case(base: int, copies: int, polls: int) -> dict[str, Any]:
         items = realistic_turns(base, users=10, streams=1)
         ingest(rt.raw, items)
         t0 = time.perf_counter()
-        consolidate(flush=False)
+        run_consolidate(flush=False)
         consolidate_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         if copies:

@@ -92,8 +92,8 @@ def _samples(path: Path, max_turns: int | None) -> list[dict[str, Any]]:
 
 
 def _run(samples: list[dict[str, Any]], provider: Any, work: Path, embedder: str) -> dict[str, Any]:
+    from bench.corpus import run_consolidate
     from episodic.config import load_settings
-    from flows.consolidate import consolidate
     from tasks.ingest import ingest_file
     from tasks.runtime import use_runtime
 
@@ -109,7 +109,7 @@ def _run(samples: list[dict[str, Any]], provider: Any, work: Path, embedder: str
             src.write_text(json.dumps([sample]), encoding="utf-8")
             turns += ingest_file(rt.raw, src, "locomo", user_id=sid, stream_id=sid).accepted
         t0 = time.perf_counter()
-        summary = consolidate(flush=True)
+        summary = run_consolidate(flush=True)
         wall = time.perf_counter() - t0
         unscored = sum(len(rt.episodes.unscored(str(s.get("sample_id")))) for s in samples)
     return {"turns": turns, "summary": summary, "wall_s": round(wall, 2), "unscored": unscored}
@@ -145,12 +145,12 @@ def bench_llm(
         else:
             inner = OfflineProvider()
         meter = StepMeter(inner)
-        first = _run(samples, CachedProvider(meter, tmp / "cache"), tmp / "run1", embedder)  # type: ignore[arg-type]
+        first = _run(samples, CachedProvider(meter, tmp / "cache"), tmp / "run1", embedder)
         first_steps = meter.per_step()
         calls_first = sum(meter.calls.values())
         meter.calls.clear()
         cached_before = inner.usage.cached
-        second = _run(samples, CachedProvider(meter, tmp / "cache"), tmp / "run2", embedder)  # type: ignore[arg-type]
+        second = _run(samples, CachedProvider(meter, tmp / "cache"), tmp / "run2", embedder)
         calls_second = sum(meter.calls.values())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -13,7 +13,6 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +20,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.corpus import machine, report, target
+from bench.corpus import machine, report, run_consolidate, target
+from bench.servers import run_checked
 
 TARGET_MB = 2048.0
 SIZES = (50_000, 100_000, 200_000)
@@ -31,17 +31,8 @@ def _child(args: list[str], db: Path) -> dict[str, Any]:
     env = dict(
         os.environ, EPISODIC_DB_URI=str(db), EPISODIC_EMBEDDER="hash", EPISODIC_LLM="offline"
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.memory", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=str(Path(__file__).resolve().parents[1]),
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"bench memory child {args} failed:\n{out.stderr[-3000:]}")
-    last: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    out = run_checked([sys.executable, "-m", "bench.memory", *args], env).stdout
+    last: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return last
 
 
@@ -105,11 +96,10 @@ def _main(argv: list[str]) -> None:
         rt.store.ensure_indexes()
         print(json.dumps({"ingested": rt.raw.count()}))
         return
-    from flows.consolidate import consolidate
 
     base = peak_rss_mb()
     t0 = time.perf_counter()
-    summary = consolidate(flush=True)
+    summary = run_consolidate(flush=True)
     seconds = time.perf_counter() - t0
     peak = peak_rss_mb()
     print(

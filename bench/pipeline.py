@@ -19,7 +19,7 @@ TARGET_RATIO = 0.85
 def bench_pipeline(
     turns: int = 20_000, embedder: str = "minilm", users: int = 10
 ) -> dict[str, Any]:
-    from flows.consolidate import consolidate
+    from bench.corpus import run_consolidate
     from tasks.runtime import get_runtime
 
     with bench_env(embedder):
@@ -30,7 +30,7 @@ def bench_pipeline(
         texts = [t.text for t in items]
         batch = max(1, rt.settings.batch_turns)
         rt.embedder.embed(texts[:64])  # load the model
-        consolidate(user="nobody")  # start Prefect's API
+        run_consolidate(user="nobody")  # start Prefect's API
 
         t0 = time.perf_counter()
         for i in range(0, len(texts), batch):
@@ -38,7 +38,7 @@ def bench_pipeline(
         embed_s = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        summary = consolidate(flush=True)
+        summary = run_consolidate(flush=True)
         pipe_s = time.perf_counter() - t0
 
     tps = len(items) / pipe_s

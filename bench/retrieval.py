@@ -29,7 +29,8 @@ SIZES = (10_000, 100_000, 1_000_000)
 def _vectors(rng: np.random.Generator, centers: np.ndarray, n: int) -> np.ndarray:
     pick = rng.integers(0, len(centers), n)
     v = centers[pick] + rng.normal(0, 0.35 / np.sqrt(DIM), (n, DIM)).astype(np.float32) * 3
-    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    unit: np.ndarray = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    return unit
 
 
 def _build(db: Any, n: int, rng: np.random.Generator) -> tuple[Any, dict[str, np.ndarray]]:

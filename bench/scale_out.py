@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,8 +31,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+from bench.servers import (
+    BIN,
+    child_env,
+    free_port,
+    prefect_server_cmd,
+    run_checked,
+    start,
+    stop,
+    wait_healthy,
+)
+
 POOL = "episodic-pool"
 DEPLOYMENT = "consolidate/consolidate-user"
 TOPICS = [
@@ -43,12 +51,6 @@ TOPICS = [
     "my dog Rex needs a vet appointment next week",
 ]
 TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def pg_bin(name: str) -> str:
@@ -108,54 +110,15 @@ def postgres() -> Iterator[str]:
 
 
 def base_env(tmp: Path, api_url: str | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        {
-            "PREFECT_HOME": str(tmp / "prefect"),
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-            "DO_NOT_TRACK": "1",
-            "PREFECT_WORKER_QUERY_SECONDS": "2",
-            "PREFECT_WORKER_PREFETCH_SECONDS": "5",
-            # a run without its own EPISODIC_DB_URI (a schedule firing before
-            # the pause) stays inside the temporary folder
-            "EPISODIC_HOME": str(tmp / "episodic"),
-            "EPISODIC_EMBEDDER": "hash",
-            "EPISODIC_LLM": "offline",
-            "EPISODIC_USER_SLOT": "prefect",  # a real server expires a killed run's slot
-            "HF_HUB_OFFLINE": "1",
-            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        }
-    )
-    env.pop("PREFECT_API_URL", None)
-    if api_url:
-        env["PREFECT_API_URL"] = api_url
-    return env
-
-
-def spawn(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        env=env,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+    """A child's environment in `tmp`, with workers that poll every 2 s."""
+    return child_env(
+        tmp, api_url, PREFECT_WORKER_QUERY_SECONDS="2", PREFECT_WORKER_PREFETCH_SECONDS="5"
     )
 
 
-def stop(proc: subprocess.Popen[bytes], term_s: float = 20.0) -> None:
-    """SIGTERM to the process's session, then SIGKILL."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(term_s)
-        except (subprocess.TimeoutExpired, ProcessLookupError):
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(30)
+def halt(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 20 s, to the process and its session."""
+    stop(proc, int_s=None, term_s=20.0)
 
 
 @dataclass
@@ -169,40 +132,18 @@ class Stack:
         return base_env(self.tmp, self.api_url)
 
     def prefect(self, *args: str, timeout: float = 600) -> str:
-        out = subprocess.run(
-            [str(BIN / "prefect"), *args],
-            cwd=ROOT,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if out.returncode != 0:
-            raise RuntimeError(f"prefect {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
-        return out.stdout
+        return run_checked([str(BIN / "prefect"), *args], self.env(), timeout).stdout
 
     def start_worker(self, i: int) -> subprocess.Popen[bytes]:
         cmd = [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--limit", "1"]
         cmd += ["--name", f"worker-{i}-{len(self.workers)}"]
-        w = spawn(cmd, self.env(), self.tmp / f"worker-{i}-{len(self.workers)}.log")
+        w = start(cmd, self.env(), self.tmp / f"worker-{i}-{len(self.workers)}.log")
         self.workers.append(w)
         return w
 
-
-def _wait_health(url: str, proc: subprocess.Popen[bytes], log: Path, limit_s: float) -> None:
-    import httpx
-
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"prefect server exited:\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(1)
-    raise RuntimeError(f"prefect server not healthy in {limit_s:.0f}s")
+    def halt_workers(self) -> None:
+        for w in self.workers:
+            halt(w)
 
 
 @contextmanager
@@ -219,13 +160,12 @@ def stack(tmp: Path, startup_s: float = 300.0) -> Iterator[Stack]:
         env["PREFECT_SERVER_API_PORT"] = str(port)
         env["PREFECT_UI_ENABLED"] = "false"
         log = tmp / "server.log"
-        cmd = [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1"]
-        server = spawn([*cmd, "--port", str(port), "--no-ui"], env, log)
-        es.callback(stop, server)
+        server = start([*prefect_server_cmd(port), "--no-ui"], env, log)
+        es.callback(halt, server)
         url = f"http://127.0.0.1:{port}/api"
-        _wait_health(url, server, log, startup_s)
+        wait_healthy(f"{url}/health", server, startup_s, log)
         st = Stack(tmp, url, db_url)
-        es.callback(lambda: [stop(w) for w in st.workers])
+        es.callback(st.halt_workers)
         st.prefect("work-pool", "create", POOL, "--type", "process", "--overwrite")
         st.prefect("--no-prompt", "deploy", "--all", "--prefect-file", "deployments/prefect.yaml")
         with _client(url) as c:  # runs come from the caller, not the schedules
@@ -432,7 +372,7 @@ def scale_out(
                 while len([w for w in st.workers if w.poll() is None]) < n:
                     st.start_worker(len(st.workers))
                 for w in st.workers[n:]:
-                    stop(w)
+                    halt(w)
                 st.workers = st.workers[:n]
                 db = str(base / f"lancedb-{n}-{'kill' if with_kill else 'clean'}")
                 ingest_corpus(db, rows, base)

@@ -251,8 +251,9 @@ def load_vectors(
 
 def run_segment_eval(
     dataset: str,
-    path: str,
+    path: str | Path,
     embedder: Embedder,
+    *,
     config: DetectorConfig | None = None,
     limit: int | None = None,
     cache_dir: str | Path | None = None,

@@ -103,7 +103,7 @@ def fit_logistic(
     return beta[:-1], float(beta[-1])
 
 
-def decide(p: Sequence[float], roles: Sequence[str], thr: float) -> set[int]:
+def decide(p: Sequence[float] | np.ndarray, roles: Sequence[str], thr: float) -> set[int]:
     """The detector's rule on one dialogue: soft cuts before user turns once the
     episode holds MIN_TURNS, the size cap after MAX_TURNS."""
     starts, last = set(), 0
@@ -214,7 +214,7 @@ def train(
     report: dict[str, Any] = {"version": VERSION, "models": {}}
     folds = [list(range(i, len(sds), 5)) for i in range(5)]
     for name, m in models.items():
-        cv = []
+        cv: list[float] = []
         for f in folds:
             rest = [i for i in range(len(sds)) if i not in set(f)]
             fm = fit_model([tab["superdialseg"].subset(rest), tab["tiage_train"]], MODELS[name])

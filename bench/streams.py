@@ -26,7 +26,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench.corpus import bench_env, dialogues, ingest, machine, report, target
+from bench.corpus import bench_env, dialogues, ingest, machine, report, run_consolidate, target
 from episodic.ingest.kinds import derive_kind
 from episodic.models import Role, TurnIn
 
@@ -92,16 +92,15 @@ def _timed(fn: Callable[[], dict[str, Any]]) -> tuple[float, dict[str, Any]]:
 
 def streams_case(streams: int, per_stream: int = TURNS_PER_STREAM) -> dict[str, Any]:
     """The three polls over `streams` streams in a fresh store (see the module)."""
-    from flows.consolidate import consolidate
     from tasks.runtime import get_runtime
 
     rt = get_runtime()
-    consolidate(user="nobody")  # Prefect's API up before the clock starts
+    run_consolidate(user="nobody")  # Prefect's API up before the clock starts
     ingest(rt.raw, stream_turns(streams, per_stream))
-    first_s, first = _timed(lambda: consolidate(user=USER))
+    first_s, first = _timed(lambda: run_consolidate(user=USER))
     ingest(rt.raw, stream_turns(streams, per_stream, first=per_stream, tag="b"))
-    second_s, second = _timed(lambda: consolidate(user=USER))
-    flush_s, flushed = _timed(lambda: consolidate(user=USER, flush=True))
+    second_s, second = _timed(lambda: run_consolidate(user=USER))
+    flush_s, flushed = _timed(lambda: run_consolidate(user=USER, flush=True))
     versions = rt.store.versions("segmenter_state")
     return {
         "streams": streams,
@@ -127,16 +126,15 @@ def streams_case(streams: int, per_stream: int = TURNS_PER_STREAM) -> dict[str, 
 def ratio_case(streams: int = RATIO_STREAMS, per_stream: int = TURNS_PER_STREAM) -> dict[str, Any]:
     """Seconds to consolidate (with flush) `streams` x `per_stream` turns, and
     the same number of turns on one stream; each in its own fresh store."""
-    from flows.consolidate import consolidate
     from tasks.runtime import get_runtime
 
     out: dict[str, Any] = {}
     for name, (n, k) in (("many", (streams, per_stream)), ("one", (1, streams * per_stream))):
         with bench_env("hash"):
             rt = get_runtime()
-            consolidate(user="nobody")
+            run_consolidate(user="nobody")
             ingest(rt.raw, stream_turns(n, k))
-            secs, summary = _timed(lambda: consolidate(user=USER, flush=True))
+            secs, summary = _timed(lambda: run_consolidate(user=USER, flush=True))
             out[name] = {
                 "streams": n,
                 "turns": n * k,

@@ -10,17 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-console = Console()
-err = Console(stderr=True)
+from cli.output import console, err, print_json, show
+
 keys_app = typer.Typer(no_args_is_help=True, help="API keys: one tenant each, with scopes.")
 capture_app = typer.Typer(no_args_is_help=True, help="Append what an agent wrote since last time.")
-
-
-def _json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
 def _keys() -> Any:
@@ -61,7 +55,7 @@ def keys_create(
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
     if as_json:
-        _json({"key": key, **rec.as_dict()})
+        print_json({"key": key, **rec.as_dict()})
     else:
         console.print(f"key for {user} ({', '.join(rec.scopes)}), shown once:")
         sys.stdout.write(key + "\n")
@@ -74,21 +68,22 @@ def keys_list(
 ) -> None:
     """Keys (their ids, never the keys) with user, scopes and state."""
     rows = _keys().list(user)
-    if as_json:
-        _json([k.as_dict() for k in rows])
-        return
-    t = Table(title="API keys")
-    for col in ("key_id", "user", "scopes", "created", "revoked"):
-        t.add_column(col)
-    for k in rows:
-        t.add_row(
-            k.key_id,
-            k.user_id,
-            ",".join(k.scopes),
-            f"{k.created_at:%Y-%m-%d %H:%M}" if k.created_at else "",
-            f"{k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "",
-        )
-    console.print(t)
+    show(
+        as_json,
+        [k.as_dict() for k in rows],
+        "API keys",
+        ("key_id", "user", "scopes", "created", "revoked"),
+        (
+            (
+                k.key_id,
+                k.user_id,
+                ",".join(k.scopes),
+                f"{k.created_at:%Y-%m-%d %H:%M}" if k.created_at else "",
+                f"{k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "",
+            )
+            for k in rows
+        ),
+    )
 
 
 @keys_app.command("revoke")
@@ -101,7 +96,7 @@ def keys_revoke(
         key_id = key_id.split("_")[1]
     done = _keys().revoke(key_id)
     if as_json:
-        _json({"key_id": key_id, "revoked": done})
+        print_json({"key_id": key_id, "revoked": done})
     else:
         console.print(f"{key_id}: {'revoked' if done else 'no live key with this id'}")
     raise typer.Exit(0 if done else 1)
@@ -128,7 +123,7 @@ def _capture(path: Path, fmt: str, user: str, as_json: bool, override: bool = Tr
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
     if as_json:
-        _json(rep.as_dict())
+        print_json(rep.as_dict())
     else:
         err.print(
             f"{rep.path}: bytes {rep.start}-{rep.end}, accepted {rep.accepted}, "

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -19,6 +20,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cli.output import episode_view
 from storage.keys import ApiKey, ApiKeys
 from tasks.accept import GroupWriter, accept
 from tasks.runtime import Runtime, get_runtime
@@ -181,7 +183,8 @@ def _caller(
     token = x_api_key
     if authorization and authorization[:7].lower() == "bearer ":
         token = authorization[7:].strip()
-    found = request.app.state.keys.verify(token) if token else None
+    keys: ApiKeys = request.app.state.keys
+    found = keys.verify(token) if token else None
     if found is None:
         raise HTTPException(
             401, "missing or invalid API key", headers={"WWW-Authenticate": "Bearer"}
@@ -191,24 +194,22 @@ def _caller(
     return found
 
 
-def _reader(
-    request: Request,
-    authorization: Annotated[str | None, Header()] = None,
-    x_api_key: Annotated[str | None, Header()] = None,
-) -> ApiKey:
-    return _caller(request, authorization, x_api_key, "read")
+def _key_with(scope: str) -> Callable[..., ApiKey]:
+    """The dependency that reads the caller's key from the headers and
+    requires `scope` of it."""
+
+    def key(
+        request: Request,
+        authorization: Annotated[str | None, Header()] = None,
+        x_api_key: Annotated[str | None, Header()] = None,
+    ) -> ApiKey:
+        return _caller(request, authorization, x_api_key, scope)
+
+    return key
 
 
-def _writer(
-    request: Request,
-    authorization: Annotated[str | None, Header()] = None,
-    x_api_key: Annotated[str | None, Header()] = None,
-) -> ApiKey:
-    return _caller(request, authorization, x_api_key, "write")
-
-
-Reader = Annotated[ApiKey, Depends(_reader)]
-Writer = Annotated[ApiKey, Depends(_writer)]
+Reader = Annotated[ApiKey, Depends(_key_with("read"))]
+Writer = Annotated[ApiKey, Depends(_key_with("write"))]
 
 
 # ---- the app ---------------------------------------------------------------
@@ -296,7 +297,7 @@ def create_app(rt: Runtime | None = None, keys: ApiKeys | None = None) -> FastAP
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
     ) -> list[dict[str, Any]]:
         eps = sorted(rt.episodes.list(key.user_id, stream), key=lambda e: e.ended_at)
-        return [_episode(e) for e in eps[-limit:][::-1]]
+        return [episode_view(e) for e in eps[-limit:][::-1]]
 
     @app.get("/v1/episodes/{episode_id}", response_model=EpisodeDetail, tags=["read"])
     def episode(
@@ -308,7 +309,7 @@ def create_app(rt: Runtime | None = None, keys: ApiKeys | None = None) -> FastAP
         e = found[0]
         turns = sorted(rt.raw.by_ids(key.user_id, list(e.turn_ids)), key=lambda t: t.seq)
         return {
-            **_episode(e),
+            **episode_view(e),
             "turns": [
                 {
                     "turn_id": t.turn_id,
@@ -341,27 +342,17 @@ def create_app(rt: Runtime | None = None, keys: ApiKeys | None = None) -> FastAP
     return app
 
 
-def _episode(e: Any) -> dict[str, Any]:
-    return {
-        "episode_id": e.episode_id,
-        "stream_id": e.stream_id,
-        "first_seq": e.first_seq,
-        "last_seq": e.last_seq,
-        "n_turns": e.n_turns,
-        "started_at": e.started_at,
-        "ended_at": e.ended_at,
-        "reason": e.boundary_reason,
-        "salience": e.salience,
-        "summary": e.summary,
-        "status": e.status,
-    }
-
-
 def run_consolidate(user_id: str) -> dict[str, Any]:
     if os.environ.get("PREFECT_API_URL"):
+        from prefect.client.schemas.objects import FlowRun
         from prefect.deployments import run_deployment
 
-        run = run_deployment("consolidate/consolidate", parameters={"user": user_id}, timeout=0)
+        # Prefect's async_dispatch: from sync code (as here) the call returns the
+        # FlowRun; its annotation also offers the coroutine of the async path
+        run = cast(
+            FlowRun,
+            run_deployment("consolidate/consolidate", parameters={"user": user_id}, timeout=0),
+        )
         return {"run_id": str(run.id), "mode": "deployment", "summary": None}
     from flows.consolidate import consolidate as flow
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from cli.guard import GuardedTyper, preflight
 from cli.options import require_user, show_progress, spinner
+from cli.output import console, episode_view, err, print_json, show
 
 if TYPE_CHECKING:
     from tasks.runtime import Runtime
@@ -25,18 +25,23 @@ eval_app = GuardedTyper(no_args_is_help=True, help="Measure against public data 
 app.add_typer(eval_app, name="eval")
 train_app = GuardedTyper(no_args_is_help=True, help="Refit learned components from public data.")
 app.add_typer(train_app, name="train")
-console = Console()
-err = Console(stderr=True)
 
 
-def _json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
-
-
-def _rt() -> Runtime:
+def _rt(user: str | None = None) -> Runtime:
+    """The runtime; with `user`, for a read of that user's memory: exits 1
+    when nothing of theirs is stored."""
     from tasks.runtime import get_runtime
 
-    return get_runtime()
+    rt = get_runtime()
+    if user is not None:
+        require_user(rt, user)
+    return rt
+
+
+def _require_data(path: Path) -> None:
+    if not path.exists():
+        err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
+        raise typer.Exit(2)
 
 
 @app.command()
@@ -69,37 +74,33 @@ def ingest(
     from tasks.ingest import ingest_file
 
     rt = _rt()
+    read = partial(
+        ingest_file,
+        rt.raw,
+        path,
+        fmt,
+        user_id=user,
+        stream_id=stream,
+        max_turn_chars=rt.settings.max_turn_chars,
+    )
     try:
         if as_json:
-            report = ingest_file(
-                rt.raw,
-                path,
-                fmt,
-                user_id=user,
-                stream_id=stream,
-                max_turn_chars=rt.settings.max_turn_chars,
-            )
+            report = read()
         else:
             with Progress(console=err, transient=True) as bar:
                 size = path.stat().st_size if path.is_file() else 1  # else: IngestError below
                 job = bar.add_task(f"ingest {path.name}", total=max(1, size))
-                report = ingest_file(
-                    rt.raw,
-                    path,
-                    fmt,
-                    user_id=user,
-                    stream_id=stream,
-                    max_turn_chars=rt.settings.max_turn_chars,
+                report = read(
                     progress=lambda done, total: bar.update(
                         job, completed=done, total=max(1, total)
-                    ),
+                    )
                 )
     except IngestError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
     rt.store.ensure_indexes()
     if as_json:
-        _json(
+        print_json(
             {
                 "accepted": report.accepted,
                 "duplicates": report.duplicates,
@@ -136,7 +137,7 @@ def consolidate(
         # a finished flow call gives its result: the summary, even on "nothing to do"
         summary = cast(dict[str, Any], flow(user=user, flush=flush))
     if as_json:
-        _json(summary)
+        print_json(summary)
         return
     console.print(
         f"turns processed [bold]{summary['turns_processed']}[/bold], episodes closed "
@@ -154,48 +155,26 @@ def episodes(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """List a user's episodes: turn range, why it was cut, salience, summary."""
-    rt = _rt()
-    require_user(rt, user)
-    eps = rt.episodes.list(user, stream)
-    if as_json:
-        _json(
-            [
-                {
-                    "episode_id": e.episode_id,
-                    "stream_id": e.stream_id,
-                    "first_seq": e.first_seq,
-                    "last_seq": e.last_seq,
-                    "n_turns": e.n_turns,
-                    "started_at": e.started_at,
-                    "ended_at": e.ended_at,
-                    "reason": e.boundary_reason,
-                    "boundary_score": round(e.boundary_score, 4),
-                    "salience": e.salience,
-                    "salience_source": e.salience_source,
-                    "summary": e.summary,
-                    "parent_episode_id": e.parent_episode_id,
-                    "status": e.status,
-                    "signal_scores": e.signal_scores,
-                }
-                for e in eps
-            ]
-        )
-        return
-    t = Table(title=f"episodes of {user}")
-    for col in ("stream", "turns", "started", "reason", "score", "sal", "source", "summary"):
-        t.add_column(col)
-    for e in eps:
-        t.add_row(
-            e.stream_id,
-            f"{e.first_seq}-{e.last_seq}",
-            f"{e.started_at:%Y-%m-%d %H:%M}",
-            e.boundary_reason,
-            f"{e.boundary_score:.2f}",
-            str(e.salience or "-"),
-            e.salience_source or "pending",
-            e.summary[:70],
-        )
-    console.print(t)
+    eps = _rt(user).episodes.list(user, stream)
+    show(
+        as_json,
+        [episode_view(e) for e in eps],
+        f"episodes of {user}",
+        ("stream", "turns", "started", "reason", "score", "sal", "source", "summary"),
+        (
+            (
+                e.stream_id,
+                f"{e.first_seq}-{e.last_seq}",
+                f"{e.started_at:%Y-%m-%d %H:%M}",
+                e.boundary_reason,
+                f"{e.boundary_score:.2f}",
+                str(e.salience or "-"),
+                e.salience_source or "pending",
+                e.summary[:70],
+            )
+            for e in eps
+        ),
+    )
 
 
 @app.command()
@@ -208,25 +187,24 @@ def facts(
     """A user's facts; --all shows the whole history with validity intervals."""
     from episodic.models import utc
 
-    rt = _rt()
-    require_user(rt, user)
-    repo = rt.facts
+    repo = _rt(user).facts
     rows = repo.as_of(user, utc(as_of)) if as_of else repo.list(user, include_inactive=all_rows)
-    if as_json:
-        _json([f.model_dump(exclude={"vector"}) for f in rows])
-        return
-    t = Table(title=f"facts of {user}")
-    for col in ("fact_id", "status", "valid_from", "valid_to", "text"):
-        t.add_column(col)
-    for f in rows:
-        t.add_row(
-            f.fact_id[:12],
-            f.status,
-            f"{f.valid_from:%Y-%m-%d %H:%M}",
-            f"{f.valid_to:%Y-%m-%d %H:%M}" if f.valid_to else "",
-            f.text,
-        )
-    console.print(t)
+    show(
+        as_json,
+        [f.model_dump(exclude={"vector"}) for f in rows],
+        f"facts of {user}",
+        ("fact_id", "status", "valid_from", "valid_to", "text"),
+        (
+            (
+                f.fact_id[:12],
+                f.status,
+                f"{f.valid_from:%Y-%m-%d %H:%M}",
+                f"{f.valid_to:%Y-%m-%d %H:%M}" if f.valid_to else "",
+                f.text,
+            )
+            for f in rows
+        ),
+    )
 
 
 @app.command()
@@ -236,29 +214,28 @@ def history(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Every ADD / UPDATE / DELETE / NOOP decision on a fact and its chain."""
-    rt = _rt()
-    require_user(rt, user)
-    repo = rt.facts
+    repo = _rt(user).facts
     full = [
         f.fact_id for f in repo.list(user, include_inactive=True) if f.fact_id.startswith(fact_id)
     ]
     rows = repo.history(user, full[0] if len(full) == 1 else fact_id)
-    if as_json:
-        _json([h.model_dump() for h in rows])
-        return
-    t = Table(title=f"history of {fact_id}")
-    for col in ("at", "event", "old", "new", "episode", "decided_by"):
-        t.add_column(col)
-    for h in rows:
-        t.add_row(
-            f"{h.at:%Y-%m-%d %H:%M:%S}",
-            h.event,
-            h.old_text or "",
-            h.new_text or "",
-            h.episode_id[:10],
-            h.decided_by,
-        )
-    console.print(t)
+    show(
+        as_json,
+        [h.model_dump() for h in rows],
+        f"history of {fact_id}",
+        ("at", "event", "old", "new", "episode", "decided_by"),
+        (
+            (
+                f"{h.at:%Y-%m-%d %H:%M:%S}",
+                h.event,
+                h.old_text or "",
+                h.new_text or "",
+                h.episode_id[:10],
+                h.decided_by,
+            )
+            for h in rows
+        ),
+    )
 
 
 @app.command()
@@ -286,24 +263,25 @@ def search(
     except ValueError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
-    if as_json:
-        _json([i.as_dict() for i in items])
-        return
-    t = Table(title=f"{query!r} for {user}")
-    for col in ("score", "kind", "rel", "rec", "imp", "turns", "episode", "text"):
-        t.add_column(col)
-    for i in items:
-        t.add_row(
-            f"{i.score:.3f}",
-            i.kind,
-            f"{i.relevance:.2f}",
-            f"{i.recency:.2f}",
-            f"{i.importance:.2f}",
-            ",".join(str(x["seq"]) for x in i.turns) or "-",
-            (i.episode_id or "-")[:10],
-            i.text[:70],
-        )
-    console.print(t)
+    show(
+        as_json,
+        [i.as_dict() for i in items],
+        f"{query!r} for {user}",
+        ("score", "kind", "rel", "rec", "imp", "turns", "episode", "text"),
+        (
+            (
+                f"{i.score:.3f}",
+                i.kind,
+                f"{i.relevance:.2f}",
+                f"{i.recency:.2f}",
+                f"{i.importance:.2f}",
+                ",".join(str(x["seq"]) for x in i.turns) or "-",
+                (i.episode_id or "-")[:10],
+                i.text[:70],
+            )
+            for i in items
+        ),
+    )
 
 
 @app.command()
@@ -313,15 +291,14 @@ def episode(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Show one episode of a user with its turns."""
-    rt = _rt()
-    require_user(rt, user)
+    rt = _rt(user)
     found = rt.episodes.by_ids(user, [episode_id])
     if not found:
         err.print(f"[red]error:[/red] no episode {episode_id!r} for this user")
         raise typer.Exit(1)
     e = found[0]
     turns = rt.raw.by_ids(user, list(e.turn_ids))
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "turn_id": t.turn_id,
             "seq": t.seq,
@@ -333,7 +310,7 @@ def episode(
         for t in sorted(turns, key=lambda t: t.seq)
     ]
     if as_json:
-        _json(
+        print_json(
             {
                 "episode_id": e.episode_id,
                 "stream_id": e.stream_id,
@@ -362,37 +339,35 @@ def reflections(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """List a user's reflections with the episodes and facts they cite."""
-    rt = _rt()
-    require_user(rt, user)
-    refl = rt.reflections.list(user, include_archived=all_rows)
-    rows = [
-        {
-            "reflection_id": r.reflection_id,
-            "text": r.text,
-            "importance": r.importance,
-            "created_at": r.created_at,
-            "evidence_episode_ids": list(r.evidence_episode_ids),
-            "evidence_fact_ids": list(r.evidence_fact_ids),
-            "recall_count": r.recall_count,
-            "status": r.status,
-        }
-        for r in refl
-    ]
-    if as_json:
-        _json(rows)
-        return
-    t = Table(title=f"reflections of {user}")
-    for col in ("created", "imp", "episodes", "facts", "text"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(
-            f"{r['created_at']:%Y-%m-%d %H:%M}",
-            f"{r['importance']:.0f}",
-            str(len(r["evidence_episode_ids"])),
-            str(len(r["evidence_fact_ids"])),
-            r["text"][:80],
-        )
-    console.print(t)
+    refl = _rt(user).reflections.list(user, include_archived=all_rows)
+    show(
+        as_json,
+        [
+            {
+                "reflection_id": r.reflection_id,
+                "text": r.text,
+                "importance": r.importance,
+                "created_at": r.created_at,
+                "evidence_episode_ids": list(r.evidence_episode_ids),
+                "evidence_fact_ids": list(r.evidence_fact_ids),
+                "recall_count": r.recall_count,
+                "status": r.status,
+            }
+            for r in refl
+        ],
+        f"reflections of {user}",
+        ("created", "imp", "episodes", "facts", "text"),
+        (
+            (
+                f"{r.created_at:%Y-%m-%d %H:%M}",
+                f"{r.importance:.0f}",
+                str(len(r.evidence_episode_ids)),
+                str(len(r.evidence_fact_ids)),
+                r.text[:80],
+            )
+            for r in refl
+        ),
+    )
 
 
 @app.command()
@@ -416,23 +391,22 @@ def eval_segment(
     from bench.segment_eval import run_segment_eval
     from episodic.embed import make_embedder
 
-    if not path.exists():
-        err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
-        raise typer.Exit(2)
+    _require_data(path)
     with spinner(f"evaluating on {dataset}", show_progress(as_json)):
         res = run_segment_eval(
             dataset, str(path), make_embedder(embedder), limit=limit, cache_dir=cache
         )
-    if as_json:
-        _json(res)
-        return
-    t = Table(title=f"{dataset}: {res.get('n_dialogues')} dialogues")
-    for col in ("method", "Pk", "WindowDiff", "F1"):
-        t.add_column(col)
-    t.add_row("detector", f"{res['pk']:.3f}", f"{res['windowdiff']:.3f}", f"{res.get('f1', 0):.3f}")
-    for name, b in res.get("baselines", {}).items():
-        t.add_row(name, f"{b['pk']:.3f}", f"{b['windowdiff']:.3f}", f"{b.get('f1', 0):.3f}")
-    console.print(t)
+    methods = {"detector": res, **res.get("baselines", {})}
+    show(
+        as_json,
+        res,
+        f"{dataset}: {res.get('n_dialogues')} dialogues",
+        ("method", "Pk", "WindowDiff", "F1"),
+        (
+            (name, f"{m['pk']:.3f}", f"{m['windowdiff']:.3f}", f"{m.get('f1', 0):.3f}")
+            for name, m in methods.items()
+        ),
+    )
 
 
 @train_app.command("segment")
@@ -449,29 +423,28 @@ def train_segment(
     from bench.segment_train import train
     from episodic.embed import make_embedder
 
-    if not data.exists():
-        err.print(f"[red]error:[/red] {data} not found (the public data lives in ../shared/data)")
-        raise typer.Exit(2)
+    _require_data(data)
     if out is None:
         from importlib import resources
 
         out = Path(str(resources.files("episodic.segment").joinpath("combiner_v1.npz")))
     with spinner("fitting the boundary combiner", show_progress(as_json)):
         res = train(data, make_embedder(embedder), cache_dir=cache, out=out)
-    if as_json:
-        _json(res)
-        return
-    t = Table(title=f"combiner v{res['version']} -> {res.get('written')}")
-    for col in ("model", "threshold", "SuperDialseg CV Pk", "TIAGE dev Pk"):
-        t.add_column(col)
-    for name, m in res["models"].items():
-        t.add_row(
-            name,
-            f"{m['threshold']:.3f}",
-            f"{m['superdialseg_cv_pk']:.3f}",
-            f"{m['tiage_dev_pk']:.3f}",
-        )
-    console.print(t)
+    show(
+        as_json,
+        res,
+        f"combiner v{res['version']} -> {res.get('written')}",
+        ("model", "threshold", "SuperDialseg CV Pk", "TIAGE dev Pk"),
+        (
+            (
+                name,
+                f"{m['threshold']:.3f}",
+                f"{m['superdialseg_cv_pk']:.3f}",
+                f"{m['tiage_dev_pk']:.3f}",
+            )
+            for name, m in res["models"].items()
+        ),
+    )
 
 
 @eval_app.command("locomo")
@@ -485,30 +458,26 @@ def eval_locomo(
     """Evidence recall@k on LoCoMo: episodes against fixed windows, sessions, turns."""
     from bench.locomo_eval import run_locomo_eval
 
-    if not path.exists():
-        err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
-        raise typer.Exit(2)
+    _require_data(path)
     with spinner("evaluating on LoCoMo", show_progress(as_json)):
         res = run_locomo_eval(
             path, ks=[int(x) for x in k.split(",")], budget=budget, embedder=embedder
         )
-    if as_json:
-        _json(res)
-        return
-    t = Table(title=f"LoCoMo evidence recall ({res['n_questions']} questions)")
-    t.add_column("method")
-    for kk in res["ks"]:
-        t.add_column(f"R@{kk}")
-    t.add_column(f"R@{budget} turns")
-    t.add_column("turns/unit")
-    for name, m in res["methods"].items():
-        t.add_row(
-            name,
-            *[f"{m['recall_at_k'][str(kk)]:.3f}" for kk in res["ks"]],
-            f"{m['recall_at_budget']:.3f}",
-            f"{m['mean_turns_per_unit']:.1f}",
-        )
-    console.print(t)
+    show(
+        as_json,
+        res,
+        f"LoCoMo evidence recall ({res['n_questions']} questions)",
+        ("method", *(f"R@{kk}" for kk in res["ks"]), f"R@{budget} turns", "turns/unit"),
+        (
+            (
+                name,
+                *[f"{m['recall_at_k'][str(kk)]:.3f}" for kk in res["ks"]],
+                f"{m['recall_at_budget']:.3f}",
+                f"{m['mean_turns_per_unit']:.1f}",
+            )
+            for name, m in res["methods"].items()
+        ),
+    )
 
 
 @app.command()
@@ -528,7 +497,7 @@ def bench(
     with spinner(f"benchmark {name}", show_progress(as_json)):
         res = run_bench(name, turns=turns, workers=counts)
     if as_json:
-        _json(res)
+        print_json(res)
     else:
         console.print_json(json.dumps(res, default=str))
 
@@ -544,7 +513,7 @@ def reflect(
 
     res = flow(user=user, force=force)
     if as_json:
-        _json(res)
+        print_json(res)
     else:
         for uid, r in res.items():
             console.print(
@@ -563,7 +532,7 @@ def maintain(
 
     res = flow(user=user)
     if as_json:
-        _json(res)
+        print_json(res)
     else:
         console.print(f"decayed {res['decayed']}, archived {res['archived']}")
         for row in res["tables"]:

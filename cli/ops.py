@@ -3,26 +3,29 @@ Registered on the main app."""
 
 from __future__ import annotations
 
-import json
 import signal
-import sys
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
+from typing_extensions import TypedDict  # pydantic validates it on Python 3.11
 
 from cli.guard import fail
 from cli.options import require_user
+from cli.output import console, err, print_json, show
 from episodic.errors import ExitCode
 
-console = Console()
-err = Console(stderr=True)
 
+class RejectedRow(TypedDict):
+    """A row of the rejected_input table, as `rejected` reads it."""
 
-def _json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
+    reject_id: str
+    stream_id: str
+    source: str
+    line_no: int
+    reason: str
+    raw: bytes
+    at: datetime
 
 
 def status(
@@ -37,40 +40,41 @@ def status(
     if user is not None:
         require_user(rt, user)
     rows = stream_status(rt, user)
-    if as_json:
-        _json([r.as_dict() for r in rows])
-        return
-    if not rows:
+    if not rows and not as_json:
         console.print("no streams yet: `episodic ingest FILE` or `episodic demo`")
         return
-    t = Table(title="streams")
-    for col in (
-        "user",
-        "stream",
-        "raw turns",
-        "watermark",
-        "lag turns",
-        "oldest waiting",
-        "open turns",
-        "episodes",
-        "last run",
-        "state",
-    ):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(
-            r.user_id,
-            r.stream_id,
-            str(r.raw_turns),
-            str(r.watermark),
-            str(r.unprocessed_turns),
-            human_age(r.oldest_unprocessed_age_s),
-            str(r.open_episode_turns),
-            str(r.episodes),
-            r.last_run or "-",
-            r.last_run_state or "-",
-        )
-    console.print(t)
+    show(
+        as_json,
+        [r.as_dict() for r in rows],
+        "streams",
+        (
+            "user",
+            "stream",
+            "raw turns",
+            "watermark",
+            "lag turns",
+            "oldest waiting",
+            "open turns",
+            "episodes",
+            "last run",
+            "state",
+        ),
+        (
+            (
+                r.user_id,
+                r.stream_id,
+                str(r.raw_turns),
+                str(r.watermark),
+                str(r.unprocessed_turns),
+                human_age(r.oldest_unprocessed_age_s),
+                str(r.open_episode_turns),
+                str(r.episodes),
+                r.last_run or "-",
+                r.last_run_state or "-",
+            )
+            for r in rows
+        ),
+    )
 
 
 def doctor(
@@ -90,7 +94,7 @@ def doctor(
         require_user(rt, user)
     report = run_doctor(rt.raw, rt.checkpoints, rt.episodes, user, repair=repair)
     if as_json:
-        _json(report.as_dict())
+        print_json(report.as_dict())
     else:
         for r in report.repaired:
             console.print(
@@ -137,7 +141,7 @@ def plot(
         latest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(target, latest)
     if as_json:
-        _json(
+        print_json(
             {
                 "path": str(target),
                 "stream_id": tl.stream_id,
@@ -158,36 +162,40 @@ def rejected(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Input lines ingest refused, kept whole: source, line number, reason."""
+    from pydantic import TypeAdapter
+
     from tasks.runtime import get_runtime
 
     rt = get_runtime()
     require_user(rt, user)
-    rows = sorted(
-        rt.raw.rejected(user), key=lambda r: (str(r["source"]), int(r["line_no"]), r["at"])
+    stored = TypeAdapter(list[RejectedRow]).validate_python(rt.raw.rejected(user))
+    rows = sorted(stored, key=lambda r: (r["source"], r["line_no"], r["at"]))
+    show(
+        as_json,
+        [
+            {
+                "reject_id": r["reject_id"],
+                "stream_id": r["stream_id"],
+                "source": r["source"],
+                "line": r["line_no"],
+                "reason": r["reason"],
+                "raw": r["raw"].decode("utf-8", errors="replace"),
+                "at": r["at"],
+            }
+            for r in rows
+        ],
+        f"rejected input of {user}",
+        ("source", "line", "reason", "raw"),
+        (
+            (
+                r["source"],
+                str(r["line_no"]),
+                r["reason"],
+                r["raw"].decode("utf-8", errors="replace")[:60],
+            )
+            for r in rows
+        ),
     )
-    if as_json:
-        _json(
-            [
-                {
-                    "reject_id": r["reject_id"],
-                    "stream_id": r["stream_id"],
-                    "source": r["source"],
-                    "line": r["line_no"],
-                    "reason": r["reason"],
-                    "raw": bytes(r["raw"]).decode("utf-8", errors="replace"),
-                    "at": r["at"],
-                }
-                for r in rows
-            ]
-        )
-        return
-    t = Table(title=f"rejected input of {user}")
-    for col in ("source", "line", "reason", "raw"):
-        t.add_column(col)
-    for r in rows:
-        raw = bytes(r["raw"]).decode("utf-8", errors="replace")
-        t.add_row(str(r["source"]), str(r["line_no"]), str(r["reason"]), raw[:60])
-    console.print(t)
 
 
 def export(
@@ -204,7 +212,7 @@ def export(
     require_user(rt, user)
     report = export_user(rt.store, user, out)
     if as_json:
-        _json(report.as_dict())
+        print_json(report.as_dict())
         return
     console.print(f"exported {user} to {out}")
     for name, n in report.rows.items():
@@ -226,7 +234,7 @@ def import_(
         fail(ExitCode.USAGE, str(e))
     rt.store.ensure_indexes()
     if as_json:
-        _json(report.as_dict())
+        print_json(report.as_dict())
         return
     console.print(f"imported {report.user_id} from {src}")
     for name, n in report.rows.items():

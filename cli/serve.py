@@ -29,13 +29,13 @@ def schedules() -> dict[str, str | None]:
 
 
 def deployments() -> list[Any]:
-    from prefect.flows import load_flow_from_entrypoint
+    from prefect.flows import Flow, load_flow_from_entrypoint
     from prefect.schedules import Cron
 
     out = []
     for d in spec():
         path, func = d["entrypoint"].split(":")
-        flow = load_flow_from_entrypoint(f"{ROOT / path}:{func}")
+        flow: Flow[..., Any] = load_flow_from_entrypoint(f"{ROOT / path}:{func}")
         crons = [s["cron"] for s in d.get("schedules") or [] if s.get("active", True)]
         kwargs: dict[str, Any] = {"schedules": [Cron(c, timezone="UTC") for c in crons]}
         if d.get("concurrency_limit") is not None:

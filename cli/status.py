@@ -46,24 +46,21 @@ def stream_status(rt: Runtime, user_id: str | None = None) -> list[StreamStatus]
 
     from storage.frames import frame
 
+    def read(table: str, columns: list[str]) -> pl.DataFrame:
+        df = pl.from_arrow(frame(rt.store, table, user_id, columns))
+        if not isinstance(df, pl.DataFrame):  # an Arrow table converts to a frame
+            raise TypeError(f"{table}: polars read a {type(df).__name__}, not a DataFrame")
+        return df
+
     now = now_utc()
     rt.raw.streams(user_id)  # repairs a stale head before it is read
     keys = ["user_id", "stream_id"]
-    heads = pl.from_arrow(
-        frame(rt.store, "streams", user_id, [*keys, "head_seq", "n_turns", "last_event_ts"])
-    )
-    marks = pl.from_arrow(
-        frame(
-            rt.store,
-            "segmenter_state",
-            user_id,
-            [*keys, "watermark", "open_turn_ids", "updated_at", "last_run", "last_run_state"],
-        )
+    heads = read("streams", [*keys, "head_seq", "n_turns", "last_event_ts"])
+    marks = read(
+        "segmenter_state",
+        [*keys, "watermark", "open_turn_ids", "updated_at", "last_run", "last_run_state"],
     ).with_columns(pl.col("open_turn_ids").list.len().alias("open_episode_turns"))
-    episodes = (
-        pl.from_arrow(frame(rt.store, "episodes", user_id, keys)).group_by(keys).len("episodes")
-    )
-    assert isinstance(heads, pl.DataFrame) and isinstance(marks, pl.DataFrame)
+    episodes = read("episodes", keys).group_by(keys).len("episodes")
     table = (
         heads.join(marks.drop("open_turn_ids"), on=keys, how="left")
         .join(episodes, on=keys, how="left")

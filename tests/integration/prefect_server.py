@@ -1,16 +1,13 @@
 """A real `prefect server start` on 127.0.0.1 for the operator tests, and a
 bounded way to stop the processes they start (SIGINT, then SIGTERM, then
 SIGKILL, each with a timeout). Every process runs in its own session so that
-its children (uvicorn, flow-run subprocesses) are cleaned up with it."""
+its children (uvicorn, flow-run subprocesses) are cleaned up with it. The
+process handling is bench/servers.py's, which the scale-out benchmark uses too."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,83 +18,29 @@ from typing import Any
 import httpx
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
+from bench import servers
+from bench.servers import BIN, free_port, prefect_server_cmd, start, stop
+
+__all__ = [
+    "BIN",
+    "Server",
+    "flow_run_id",
+    "prefect_server",
+    "run",
+    "start",
+    "stop",
+    "wait_for_state",
+]
+
 STARTUP_S = 240.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def child_env(home: Path, api_url: str | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        {
-            "PREFECT_HOME": str(home / "prefect"),
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-            "DO_NOT_TRACK": "1",
-            "PREFECT_LOGGING_LEVEL": "INFO",
-            "EPISODIC_HOME": str(home / "episodic"),
-            "EPISODIC_EMBEDDER": "hash",
-            "EPISODIC_LLM": "offline",
-            "EPISODIC_USER_SLOT": "prefect",  # a real server expires a killed run's slot
-            "HF_HUB_OFFLINE": "1",
-            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        }
-    )
-    env.pop("PREFECT_API_URL", None)
-    if api_url:
-        env["PREFECT_API_URL"] = api_url
-    return env
-
-
-def start(
-    cmd: list[str], env: dict[str, str], log: Path, cwd: Path = ROOT
-) -> subprocess.Popen[bytes]:
-    out = log.open("wb")
-    return subprocess.Popen(
-        cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-    )
-
-
-@dataclass
-class Stopped:
-    seconds: float
-    by: str  # the signal that ended it: SIGINT | SIGTERM | SIGKILL | exited
-    returncode: int
-
-
-def stop(proc: subprocess.Popen[bytes], int_s: float = 20.0, term_s: float = 15.0) -> Stopped:
-    """SIGINT; after int_s SIGTERM; after term_s SIGKILL. Then the session's
-    leftovers get SIGKILL too."""
-    t0 = time.monotonic()
-    by = "exited"
-    if proc.poll() is None:
-        for sig, wait in ((signal.SIGINT, int_s), (signal.SIGTERM, term_s), (signal.SIGKILL, 30.0)):
-            by = sig.name
-            proc.send_signal(sig)
-            try:
-                proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-    took = time.monotonic() - t0
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the session we created for it
-    except (ProcessLookupError, PermissionError):
-        pass
-    return Stopped(round(took, 2), by, proc.returncode if proc.returncode is not None else -9)
+    return servers.child_env(home, api_url, PREFECT_LOGGING_LEVEL="INFO")
 
 
 def run(cmd: list[str], env: dict[str, str], timeout: float = 180.0) -> str:
-    res = subprocess.run(
-        cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if res.returncode != 0:
-        raise AssertionError(f"{cmd} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
+    res = servers.run_checked(cmd, env, timeout)
     return res.stdout + res.stderr
 
 
@@ -144,25 +87,11 @@ def prefect_server(home: Path) -> Iterator[Server]:
     env = child_env(home)
     # the UI asks this URL for its API; it defaults to port 4200
     env["PREFECT_UI_API_URL"] = f"http://127.0.0.1:{port}/api"
-    proc = start(
-        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env,
-        home / "server.log",
-    )
+    log = home / "server.log"
+    proc = start(prefect_server_cmd(port), env, log)
     srv = Server(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}/api", home, proc)
     try:
-        deadline = time.monotonic() + STARTUP_S
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"server exited: {(home / 'server.log').read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{srv.api_url}/health", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"server not up after {STARTUP_S} s")
-            time.sleep(1.0)
+        servers.wait_healthy(f"{srv.api_url}/health", proc, STARTUP_S, log)
         yield srv
     finally:
         stopped = stop(proc, int_s=20.0, term_s=10.0)
