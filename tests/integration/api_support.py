@@ -4,7 +4,6 @@ EPISODIC_HOME, stopped (SIGTERM, then SIGKILL) when the test is done."""
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -97,7 +96,7 @@ def api_server(home: Path, startup_s: float = 180.0) -> Iterator[Server]:
             time.sleep(0.2)
         yield Server(url, home, proc)
     finally:
-        proc.send_signal(signal.SIGTERM)
+        proc.terminate()  # SIGTERM: the server's graceful shutdown
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:

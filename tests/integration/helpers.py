@@ -3,14 +3,16 @@ with the deterministic hash embedder and the offline provider."""
 
 from __future__ import annotations
 
-import json
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from episodic.config import Settings
+from episodic.models import TurnIn
 from tasks.runtime import Runtime, use_runtime
+from tests.integration.reliability_support import turn_row
+from tests.integration.reliability_support import write_jsonl as write_jsonl  # one writer
 
 # the runtimes make_runtime installed; tests/conftest.py closes it after each test
 RUNTIMES = ExitStack()
@@ -27,11 +29,6 @@ def make_runtime(home: Path, **overrides: Any) -> Runtime:
     test ends, so the flows and in-process commands it runs use the same
     store; the environment is left alone."""
     return RUNTIMES.enter_context(use_runtime(settings_at(home, **overrides)))
-
-
-def write_jsonl(path: Path, turns: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(t) + "\n" for t in turns), encoding="utf-8")
-    return path
 
 
 TOPICS = [
@@ -56,14 +53,36 @@ def synthetic_stream(
         for i in range(n_per_topic):
             role = "user" if i % 2 == 0 else "assistant"
             text = f"{topic} — step {i}: {words} {words.split()[0]} details {i}"
-            out.append(
-                {
-                    "user_id": user,
-                    "stream_id": stream,
-                    "role": role,
-                    "text": text,
-                    "ts": t.isoformat(),
-                }
-            )
+            out.append(turn_row(user, stream, role, text, t))
             t += timedelta(minutes=gap_minutes)
     return out
+
+
+TURN_T0 = datetime(2025, 5, 1, 8, 0, tzinfo=UTC)
+
+
+def turn_ins(
+    a: int,
+    b: int,
+    stream: str = "s1",
+    user: str = "u1",
+    *,
+    text: str = "turn {i} of {stream}",
+    block: int = 0,
+) -> list[TurnIn]:
+    """Turns a to b-1 of one stream, user and assistant alternating a minute
+    apart from TURN_T0; with `block`, an hour more before each block of that
+    many turns (a gap the detector cuts at). `text` is formatted with i and stream."""
+    return [
+        TurnIn(
+            user_id=user,
+            stream_id=stream,
+            role="user" if i % 2 == 0 else "assistant",
+            kind="other",
+            text=text.format(i=i, stream=stream),
+            event_ts=TURN_T0 + timedelta(minutes=i + (60 * (i // block) if block else 0)),
+            source="test",
+            position=f"{stream}:{i}",
+        )
+        for i in range(a, b)
+    ]

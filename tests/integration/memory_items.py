@@ -17,10 +17,10 @@ def episode(
     text: str,
     *,
     seq: int,
+    last_recalled_at: datetime | None = None,
+    recall_count: int = 0,
     salience: int = 5,
     closed_at: datetime = T0,
-    recall_count: int = 0,
-    last_recalled_at: datetime | None = None,
     status: str = "closed",
     stream: str = "s1",
 ) -> Episode:

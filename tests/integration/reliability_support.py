@@ -51,17 +51,6 @@ def record(section: str, **numbers: Any) -> None:
 
 # ---- inputs ------------------------------------------------------------------
 
-HOSTILE_IDS = [
-    "o'brien",
-    'say "hi"',
-    "100%",
-    "a_b",
-    "' OR '1'='1",
-    "x'; DROP TABLE raw_turns; --",
-    "ユーザー🙂ñ",
-    "L" * 2000,  # longer than TurnIn allows: ingest must refuse it, reads find nothing
-]
-
 STATEMENTS = [
     ("I live in Berlin and I work at Acme as a backend engineer.", "berlin acme"),
     ("My dog is named Rex.", "dog rex"),
@@ -71,6 +60,17 @@ STATEMENTS = [
     ("I like rock climbing on weekends.", "climbing weekends"),
     ("I am planning to visit Japan in the spring.", "japan trip"),
     ("I stopped drinking coffee.", "coffee habit"),
+]
+
+HOSTILE_IDS = [
+    "o'brien",
+    'say "hi"',
+    "100%",
+    "a_b",
+    "' OR '1'='1",
+    "x'; DROP TABLE raw_turns; --",
+    "ユーザー🙂ñ",
+    "L" * 2000,  # longer than TurnIn allows: ingest must refuse it, reads find nothing
 ]
 
 
@@ -99,18 +99,15 @@ def fact_turns(
                 text = f"tell me more about {words}, part {i} {marker}".strip()
             else:
                 text = f"here is more on {words} (step {i} of episode {e}) {marker}".strip()
-            out.append(
-                {
-                    "user_id": user,
-                    "stream_id": stream,
-                    "role": role,
-                    "text": text,
-                    "ts": t.isoformat(),
-                }
-            )
+            out.append(turn_row(user, stream, role, text, t))
             t += timedelta(minutes=1)
         t += timedelta(minutes=45)
     return out
+
+
+def turn_row(user: str, stream: str, role: str, text: str, ts: datetime) -> dict[str, Any]:
+    """One line of a jsonl input file."""
+    return {"user_id": user, "stream_id": stream, "role": role, "text": text, "ts": ts.isoformat()}
 
 
 def write_jsonl(path: Path, turns: list[dict[str, Any]]) -> Path:
@@ -125,6 +122,15 @@ def runtime_env(home: Path, **overrides: Any) -> dict[str, str]:
     env = {"EPISODIC_HOME": str(home), "EPISODIC_EMBEDDER": "hash", "EPISODIC_LLM": "offline"}
     env.update({f"EPISODIC_{k.upper()}": str(v) for k, v in overrides.items()})
     return env
+
+
+def run_in_root(
+    argv: list[str], env: dict[str, str], timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """A command in a fresh process from the repository root, output as text."""
+    return subprocess.run(
+        argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def use_home(monkeypatch: Any, home: Path, **overrides: Any) -> Any:
@@ -501,8 +507,13 @@ def serve() -> None:
         print(json.dumps([done[p] for p in order]), flush=True)
 
 
-def forkserver_for(api_url: str, workdir: Path) -> Iterator[ForkServer]:
-    server = ForkServer(api_url, workdir)
+def forkserver_for(tmp_path_factory: Any, name: str) -> Iterator[ForkServer]:
+    """A fork server whose children talk to this session's Prefect API (the
+    test harness's), working in a fresh temporary directory; closed after."""
+    import prefect.settings
+
+    url = str(prefect.settings.PREFECT_API_URL.value())
+    server = ForkServer(url, tmp_path_factory.mktemp(name))
     try:
         yield server
     finally:

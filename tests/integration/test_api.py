@@ -83,22 +83,28 @@ def test_auth_missing_bad_scope_and_revoked(server: Server) -> None:
         assert c.get("/v1/status").status_code == 401
 
 
+# bodies POST /v1/turns must refuse, and GETs with a bad or missing parameter
+BAD_TURNS = [
+    b"not json",
+    b'{"items": []}',
+    b"[1, 2]",
+    json.dumps({"turns": [{"role": "user", "text": "x"}] * 1001}),
+]
+BAD_GETS = [
+    "/v1/search",
+    "/v1/search?q=x&k=0",
+    "/v1/search?q=x&k=abc",
+    "/v1/search?q=x&kinds=bogus",
+    "/v1/facts?as_of=yesterday",
+    "/v1/facts?all=maybe",
+    "/v1/episodes?limit=-1",
+    "/v1/episodes/" + "x" * 200,
+]
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body"),
-    [
-        ("post", "/v1/turns", b"not json"),
-        ("post", "/v1/turns", b'{"items": []}'),
-        ("post", "/v1/turns", b"[1, 2]"),
-        ("post", "/v1/turns", json.dumps({"turns": [{"role": "user", "text": "x"}] * 1001})),
-        ("get", "/v1/search", None),
-        ("get", "/v1/search?q=x&k=0", None),
-        ("get", "/v1/search?q=x&k=abc", None),
-        ("get", "/v1/search?q=x&kinds=bogus", None),
-        ("get", "/v1/facts?as_of=yesterday", None),
-        ("get", "/v1/facts?all=maybe", None),
-        ("get", "/v1/episodes?limit=-1", None),
-        ("get", "/v1/episodes/" + "x" * 200, None),
-    ],
+    [("post", "/v1/turns", b) for b in BAD_TURNS] + [("get", p, None) for p in BAD_GETS],
 )
 def test_bad_input_answers_json_4xx(
     server: Server, method: str, path: str, body: bytes | str | None

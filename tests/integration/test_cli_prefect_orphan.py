@@ -20,7 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.reliability_support import ROOT, fact_turns, runtime_env, write_jsonl
+from tests.integration.reliability_support import (
+    ROOT,
+    fact_turns,
+    run_in_root,
+    runtime_env,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
@@ -70,14 +76,7 @@ def test_kill_9_of_consolidate_leaves_no_prefect_server(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
     env.update(runtime_env(home), PREFECT_HOME=str(tmp_path / "prefect"), PYTHONPATH=str(ROOT))
     src = write_jsonl(tmp_path / "in.jsonl", fact_turns(episodes=8))
-    ingest = subprocess.run(
-        [sys.executable, "-m", "cli.main", "ingest", str(src), "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    ingest = run_in_root([sys.executable, "-m", "cli.main", "ingest", str(src), "--json"], env)
     assert ingest.returncode == 0, ingest.stderr[-2000:]
 
     cli = subprocess.Popen(

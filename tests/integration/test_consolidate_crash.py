@@ -21,6 +21,7 @@ from flows.consolidate import consolidate
 from tasks import crashpoints
 from tasks.crashpoints import InjectedCrash
 from tasks.runtime import Runtime, reset_runtimes
+from tests.integration.crash_support import arm, count_hits, rerun
 from tests.integration.facts_support import Say, ingest, runtime_for, snapshot
 from tests.integration.helpers import TOPICS
 
@@ -94,11 +95,7 @@ def baseline(
     with pytest.MonkeyPatch.context() as mp:
         rt = runtime_for("offline", tmp / "home", mp, **SETTINGS)
         _ingest(rt, tmp / "turns.jsonl")
-        crashpoints.reset()
-        mp.setenv("EPISODIC_CRASHPOINT", "after_checkpoint:0:raise")  # counts, never fires
-        consolidate(user=USER, flush=True)
-        checkpoints = crashpoints._hits.get("after_checkpoint", 0)
-        crashpoints.reset()
+        checkpoints = count_hits(mp, USER)
         snap = snapshot(rt, USER)
     reset_runtimes()
     yield snap, checkpoints, tmp / "turns.jsonl"
@@ -124,8 +121,7 @@ def test_crash_then_rerun_equals_uninterrupted(
     nth = checkpoints if nth < 0 else nth
     rt = runtime_for("offline", tmp_path / "home", monkeypatch, **SETTINGS)
     _ingest(rt, source)
-    crashpoints.reset()
-    monkeypatch.setenv("EPISODIC_CRASHPOINT", f"{point}:{nth}:raise")
+    arm(monkeypatch, point, nth)
     crashed = False
     try:
         consolidate(user=USER, flush=True)
@@ -135,10 +131,7 @@ def test_crash_then_rerun_equals_uninterrupted(
     assert crashed or point not in UNRETRIED
     if crashed:
         assert snapshot(rt, USER) != expected  # the crash left work undone
-    monkeypatch.delenv("EPISODIC_CRASHPOINT")
-    crashpoints.reset()
-    consolidate(user=USER, flush=True)
-    got = snapshot(rt, USER)
+    got = rerun(rt, monkeypatch, USER)
     assert got["episodes"] == expected["episodes"]
     assert got["checkpoints"] == expected["checkpoints"]
     assert got["facts"] == expected["facts"]

@@ -8,6 +8,7 @@ The 10,000-stream figure is `episodic bench streams`, not a test."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,10 @@ import pytest
 
 from bench.streams import USER, stream_turns
 from flows.consolidate import consolidate
-from tasks import crashpoints
 from tasks.crashpoints import InjectedCrash
 from tasks.runtime import Runtime, reset_runtimes
 from tasks.segment import poll_stream
+from tests.integration.crash_support import arm, count_hits, rerun
 from tests.integration.facts_support import runtime_for, snapshot
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -105,42 +106,45 @@ def _crash_workload(rt: Runtime) -> None:
     rt.raw.append(stream_turns(12, 5))
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("streams-baseline")
+def _run_once(
+    factory: pytest.TempPathFactory, run: Callable[[Runtime, pytest.MonkeyPatch], Any]
+) -> tuple[dict[str, Any], Any]:
+    """`run` on a fresh store with CRASH_SETTINGS: the store after, and what run returned."""
     with pytest.MonkeyPatch.context() as mp:
-        rt = runtime_for("offline", tmp / "home", mp, **CRASH_SETTINGS)
-        _crash_workload(rt)
-        crashpoints.reset()
-        mp.setenv("EPISODIC_CRASHPOINT", "after_checkpoint:0:raise")  # counts, never fires
-        consolidate(user=USER, flush=True)
-        hits = crashpoints._hits.get("after_checkpoint", 0)
-        crashpoints.reset()
+        rt = runtime_for("offline", factory.mktemp("streams") / "home", mp, **CRASH_SETTINGS)
+        out = run(rt, mp)
         snap = snapshot(rt, USER)
     reset_runtimes()
+    return snap, out
+
+
+def _counted(rt: Runtime, mp: pytest.MonkeyPatch) -> int:
+    _crash_workload(rt)
+    return count_hits(mp, USER)
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    snap, hits = _run_once(tmp_path_factory, _counted)
     assert hits == 3  # three waves of 4 streams, each closed by the flush as it ends
     return snap
 
 
+@pytest.fixture
+def rt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runtime:
+    return runtime_for("offline", tmp_path / "home", monkeypatch, **CRASH_SETTINGS)
+
+
 @pytest.mark.parametrize(("point", "nth"), CRASH_POINTS, ids=str)
 def test_crash_inside_a_wave_then_rerun_equals_uninterrupted(
-    point: str,
-    nth: int,
-    uninterrupted: dict[str, Any],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    point: str, nth: int, baseline: dict[str, Any], rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rt = runtime_for("offline", tmp_path / "home", monkeypatch, **CRASH_SETTINGS)
     _crash_workload(rt)
-    crashpoints.reset()
-    monkeypatch.setenv("EPISODIC_CRASHPOINT", f"{point}:{nth}:raise")
+    arm(monkeypatch, point, nth)
     with pytest.raises(InjectedCrash):
         consolidate(user=USER, flush=True)
-    assert snapshot(rt, USER) != uninterrupted
-    monkeypatch.delenv("EPISODIC_CRASHPOINT")
-    crashpoints.reset()
-    consolidate(user=USER, flush=True)
-    assert snapshot(rt, USER) == uninterrupted
+    assert snapshot(rt, USER) != baseline
+    assert rerun(rt, monkeypatch, USER) == baseline
     again = consolidate(user=USER, flush=True)
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
 
@@ -156,13 +160,7 @@ def _read_then_flush(rt: Runtime, flush: Any = None) -> None:
 
 @pytest.fixture(scope="module")
 def uninterrupted_two_polls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("streams-two-polls")
-    with pytest.MonkeyPatch.context() as mp:
-        rt = runtime_for("offline", tmp / "home", mp, **CRASH_SETTINGS)
-        _read_then_flush(rt)
-        snap = snapshot(rt, USER)
-    reset_runtimes()
-    return snap
+    return _run_once(tmp_path_factory, lambda rt, mp: _read_then_flush(rt))[0]
 
 
 @pytest.mark.parametrize(("point", "nth"), IDLE_POINTS, ids=str)
@@ -170,23 +168,17 @@ def test_crash_while_closing_idle_streams_then_rerun_equals_uninterrupted(
     point: str,
     nth: int,
     uninterrupted_two_polls: dict[str, Any],
-    tmp_path: Path,
+    rt: Runtime,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    rt = runtime_for("offline", tmp_path / "home", monkeypatch, **CRASH_SETTINGS)
-
     def crashing_flush() -> None:
-        crashpoints.reset()
-        monkeypatch.setenv("EPISODIC_CRASHPOINT", f"{point}:{nth}:raise")
+        arm(monkeypatch, point, nth)
         with pytest.raises(InjectedCrash):
             consolidate(user=USER, flush=True)
 
     _read_then_flush(rt, crashing_flush)
     assert snapshot(rt, USER) != uninterrupted_two_polls
-    monkeypatch.delenv("EPISODIC_CRASHPOINT")
-    crashpoints.reset()
-    consolidate(user=USER, flush=True)
-    assert snapshot(rt, USER) == uninterrupted_two_polls
+    assert rerun(rt, monkeypatch, USER) == uninterrupted_two_polls
 
 
 def test_200_short_streams_cost_at_most_3x_one_stream_of_600_turns(

@@ -22,26 +22,15 @@ from storage.schemas import schema
 from tasks.runtime import Runtime
 from tasks.segment import poll_stream
 from tests.integration.facts_support import runtime_for
+from tests.integration.helpers import turn_ins
 
 T0 = datetime(2025, 5, 1, 8, 0, tzinfo=UTC)
 ODD_USER = 'o\'brien "x" 100%'
 
 
 def _turns(a: int, b: int, stream: str = "s1", user: str = "u1") -> list[TurnIn]:
-    return [
-        TurnIn(
-            user_id=user,
-            stream_id=stream,
-            role="user" if i % 2 == 0 else "assistant",
-            kind="other",
-            text=f"step {i}: the deploy pipeline of {stream}",
-            # an hour between blocks of five: the detector cuts there
-            event_ts=T0 + timedelta(minutes=i + 60 * (i // 5)),
-            source="test",
-            position=f"{stream}:{i}",
-        )
-        for i in range(a, b)
-    ]
+    # an hour between blocks of five: the detector cuts there
+    return turn_ins(a, b, stream, user, text="step {i}: the deploy pipeline of {stream}", block=5)
 
 
 def _doctor(*args: str) -> tuple[int, dict[str, Any]]:

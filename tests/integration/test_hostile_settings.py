@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -15,7 +14,13 @@ from dataclasses import dataclass
 import pytest
 
 from episodic.errors import ExitCode
-from tests.integration.reliability_support import ROOT, fact_turns, runtime_env, write_jsonl
+from tests.integration.reliability_support import (
+    ROOT,
+    fact_turns,
+    run_in_root,
+    runtime_env,
+    write_jsonl,
+)
 
 
 @dataclass(frozen=True)
@@ -111,14 +116,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
         env.update(runtime_env(home), PREFECT_HOME=str(home / "prefect"), PYTHONPATH=str(ROOT))
         env.update({k: v.format(file=afile) for k, v in case.env.items()})
         args = [a.format(src=src) for a in case.args]
-        p = subprocess.run(
-            [sys.executable, "-m", "cli.main", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        p = run_in_root([sys.executable, "-m", "cli.main", *args], env)
         return Run(p.returncode, p.stdout, p.stderr)
 
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -136,20 +136,24 @@ def _ingest(home: Path) -> int:
     from tasks.ingest import ingest_file
     from tasks.runtime import get_runtime
 
-    rows = [
-        ("user", "Hi! Quick intro: I live in Porto and I work as a nurse.", "2025-01-06T09:00:00Z"),
-        ("assistant", "Nice to meet you.", "2025-01-06T09:00:05Z"),
-        ("user", "Can you plan my week of night shifts?", "2025-01-08T20:00:00Z"),
-        ("assistant", "Sure: Monday to Thursday, 22:00 to 06:00.", "2025-01-08T20:00:09Z"),
-        ("user", "Big news: I moved to Braga, so I live in Braga now.", "2025-02-10T08:00:00Z"),
-        ("assistant", "Congratulations on the move!", "2025-02-10T08:00:04Z"),
-    ]
+    # by time; the user speaks first, then user and assistant alternate
+    roles = ("user", "assistant")
+    said = {
+        "2025-01-06T09:00:00Z": "Hi! Quick intro: I live in Porto and I work as a nurse.",
+        "2025-01-06T09:00:05Z": "Nice to meet you.",
+        "2025-01-08T20:00:00Z": "Can you plan my week of night shifts?",
+        "2025-01-08T20:00:09Z": "Sure: Monday to Thursday, 22:00 to 06:00.",
+        "2025-02-10T08:00:00Z": "Big news: I moved to Braga, so I live in Braga now.",
+        "2025-02-10T08:00:04Z": "Congratulations on the move!",
+    }
     path = home / "turns.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         "\n".join(
-            json.dumps({"user_id": USER, "stream_id": "s", "role": r, "text": t, "ts": ts})
-            for r, t, ts in rows
+            json.dumps(
+                {"user_id": USER, "stream_id": "s", "role": roles[i % 2], "text": t, "ts": ts}
+            )
+            for i, (ts, t) in enumerate(said.items())
         )
     )
     rt = get_runtime(Settings())

@@ -72,13 +72,13 @@ def test_a_faded_episode_is_archived_kept_and_no_longer_found(tmp_path: Path) ->
 
 def test_recall_through_search_keeps_an_episode_alive(tmp_path: Path) -> None:
     rt = make_runtime(tmp_path / "home")
+    # three weeks in, the allergy is looked up: its last access moves to then
+    looked_up = T0 + timedelta(weeks=3)
     kept, dropped = put(
         rt,
         episode(rt, "u1", "the allergy to penicillin", seq=0, salience=2),
         episode(rt, "u1", "a film seen on a rainy sunday", seq=10, salience=2),
     )
-    # three weeks in, the allergy is looked up: its last access moves to then
-    looked_up = T0 + timedelta(weeks=3)
     hits = search(rt, "u1", "penicillin allergy", SearchOptions(k=1), now=looked_up)
     assert [h.item_id for h in hits] == [kept.episode_id]
     res = maintain(user="u1", now=looked_up + timedelta(days=2), tau_hours=TAU, floor=0.5)

@@ -11,7 +11,6 @@ from episodic.embed import HashEmbedder
 from storage.facts import Facts, PlannedFact, new_fact_id
 from tasks.fact_mirror import ActiveFacts
 
-NOW = datetime(2025, 5, 1, tzinfo=UTC)
 TEXTS = [
     "user lives in Lisbon",
     "user works as a nurse",
@@ -22,20 +21,15 @@ TEXTS = [
     "user runs every morning",
     "user drives a blue car",
 ]
+NOW = datetime(2025, 5, 1, tzinfo=UTC)
 
 
 def _plan(
     i: int, event: str, text: str | None, vec: np.ndarray, target: str | None = None
 ) -> PlannedFact:
+    decision = {"index": i, "event": event, "target_fact_id": target, "new_text": text}
     return PlannedFact(
-        index=i,
-        event=event,
-        target_fact_id=target,
-        old_text=None,
-        new_text=text,
-        valid_from=NOW,
-        decided_by="test",
-        vector=[float(x) for x in vec],
+        **decision, old_text=None, valid_from=NOW, decided_by="test", vector=[float(x) for x in vec]
     )
 
 

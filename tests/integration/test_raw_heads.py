@@ -8,7 +8,6 @@ test_reliability_ingest_crash.py."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,24 +17,7 @@ from episodic.crashpoints import InjectedCrash
 from episodic.models import TurnIn
 from storage.db import Store
 from storage.raw import RawLog
-
-T0 = datetime(2025, 5, 1, 8, 0, tzinfo=UTC)
-
-
-def _turns(a: int, b: int, stream: str = "s1", user: str = "u1") -> list[TurnIn]:
-    return [
-        TurnIn(
-            user_id=user,
-            stream_id=stream,
-            role="user" if i % 2 == 0 else "assistant",
-            kind="other",
-            text=f"turn {i} of {stream}",
-            event_ts=T0 + timedelta(minutes=i),
-            source="test",
-            position=f"{stream}:{i}",
-        )
-        for i in range(a, b)
-    ]
+from tests.integration.helpers import turn_ins
 
 
 @pytest.fixture
@@ -75,36 +57,36 @@ def _die_between_commits(raw: RawLog, crash_at, turns: list[TurnIn]) -> None:  #
 
 
 def test_reingest_after_a_crash_between_commits_repairs_the_head(raw: RawLog, crash_at) -> None:  # type: ignore[no-untyped-def]
-    raw.append(_turns(0, 100))
-    _die_between_commits(raw, crash_at, _turns(100, 200))
+    raw.append(turn_ins(0, 100))
+    _die_between_commits(raw, crash_at, turn_ins(100, 200))
     assert _stored_head(raw) == (99, 100), "the crash must leave the head behind raw"
-    again = raw.append(_turns(100, 200))  # every turn a duplicate: the old early return
+    again = raw.append(turn_ins(100, 200))  # every turn a duplicate: the old early return
     assert again.accepted == 0 and again.duplicates == 100
     assert _stored_head(raw) == (199, 200)
-    raw.append(_turns(200, 250))
+    raw.append(turn_ins(200, 250))
     assert _seqs(raw) == list(range(250))
     assert _stored_head(raw) == (249, 250)
 
 
 def test_new_turns_after_a_crash_take_fresh_seqs(raw: RawLog, crash_at) -> None:  # type: ignore[no-untyped-def]
-    raw.append(_turns(0, 10))
-    _die_between_commits(raw, crash_at, _turns(10, 20))
-    raw.append(_turns(20, 30))  # no re-ingest: new turns straight away
+    raw.append(turn_ins(0, 10))
+    _die_between_commits(raw, crash_at, turn_ins(10, 20))
+    raw.append(turn_ins(20, 30))  # no re-ingest: new turns straight away
     assert _seqs(raw) == list(range(30))
-    raw.append(_turns(10, 20))
+    raw.append(turn_ins(10, 20))
     assert _seqs(raw) == list(range(30)) and _stored_head(raw) == (29, 30)
 
 
 def test_crash_on_the_first_append_of_a_stream(raw: RawLog, crash_at) -> None:  # type: ignore[no-untyped-def]
-    _die_between_commits(raw, crash_at, _turns(0, 5, "fresh"))
+    _die_between_commits(raw, crash_at, turn_ins(0, 5, "fresh"))
     assert _stored_head(raw, "fresh") is None
-    raw.append(_turns(5, 8, "fresh"))
+    raw.append(turn_ins(5, 8, "fresh"))
     assert _seqs(raw, "fresh") == list(range(8)) and _stored_head(raw, "fresh") == (7, 8)
 
 
 def test_streams_repairs_a_stale_head_without_a_new_append(raw: RawLog, crash_at) -> None:  # type: ignore[no-untyped-def]
-    raw.append(_turns(0, 10) + _turns(0, 4, "s2") + _turns(0, 3, "s1", user="u2"))
-    _die_between_commits(raw, crash_at, _turns(10, 15) + _turns(4, 6, "s2"))
+    raw.append(turn_ins(0, 10) + turn_ins(0, 4, "s2") + turn_ins(0, 3, "s1", user="u2"))
+    _die_between_commits(raw, crash_at, turn_ins(10, 15) + turn_ins(4, 6, "s2"))
     heads = {h.stream_id: (h.head_seq, h.n_turns) for h in raw.streams("u1")}
     assert heads == {"s1": (14, 15), "s2": (5, 6)}
     assert _stored_head(raw, "s1") == (14, 15)
@@ -112,10 +94,12 @@ def test_streams_repairs_a_stale_head_without_a_new_append(raw: RawLog, crash_at
 
 
 def test_one_batch_over_many_streams(raw: RawLog, crash_at) -> None:  # type: ignore[no-untyped-def]
-    first = [t for s in range(30) for t in _turns(0, 3, f"s{s}")]
+    first = [t for s in range(30) for t in turn_ins(0, 3, f"s{s}")]
     raw.append(first)
-    _die_between_commits(raw, crash_at, [t for s in range(0, 30, 2) for t in _turns(3, 5, f"s{s}")])
-    raw.append([t for s in range(30) for t in _turns(5, 6, f"s{s}")])
+    _die_between_commits(
+        raw, crash_at, [t for s in range(0, 30, 2) for t in turn_ins(3, 5, f"s{s}")]
+    )
+    raw.append([t for s in range(30) for t in turn_ins(5, 6, f"s{s}")])
     for s in range(30):
         n = 6 if s % 2 == 0 else 4
         assert _seqs(raw, f"s{s}") == list(range(n)), s
@@ -125,19 +109,19 @@ def test_one_batch_over_many_streams(raw: RawLog, crash_at) -> None:  # type: ig
 def test_heads_table_rolled_back_a_version(raw: RawLog) -> None:
     """The issue's reproduction: every table but raw_turns back to before the
     last ingest is what a crash between the commits leaves."""
-    raw.append(_turns(0, 300))
+    raw.append(turn_ins(0, 300))
     version = raw.heads.version
-    raw.append(_turns(300, 600))
+    raw.append(turn_ins(300, 600))
     raw.heads.restore(version)
-    raw.append(_turns(300, 600))
-    raw.append(_turns(600, 900))
+    raw.append(turn_ins(300, 600))
+    raw.append(turn_ins(600, 900))
     assert _seqs(raw) == list(range(900))
     assert [(h.head_seq, h.n_turns) for h in raw.streams("u1")] == [(899, 900)]
 
 
 def test_repair_heads_reports_what_it_rewrote(raw: RawLog, crash_at) -> None:  # type: ignore[no-untyped-def]
-    raw.append(_turns(0, 4))
-    _die_between_commits(raw, crash_at, _turns(4, 9))
+    raw.append(turn_ins(0, 4))
+    _die_between_commits(raw, crash_at, turn_ins(4, 9))
     repairs = raw.repair_heads("u1")
     assert [r.as_dict() for r in repairs] == [
         {"user_id": "u1", "stream_id": "s1", "head_seq": [3, 8], "n_turns": [4, 9]}

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.integration.reliability_support import (
+    Check,
     ChildResult,
     ForkServer,
     check_invariants,
@@ -37,10 +38,7 @@ TURNS = fact_turns("u1", "s1") + fact_turns("u1", "s2", offset=3, marker="second
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
-    import prefect.settings
-
-    url = str(prefect.settings.PREFECT_API_URL.value())
-    yield from forkserver_for(url, tmp_path_factory.mktemp("forks"))
+    yield from forkserver_for(tmp_path_factory, "forks")
 
 
 def ingested(home: Path, turns: list[dict[str, Any]], name: str = "in.jsonl") -> Path:
@@ -68,6 +66,12 @@ def in_background(
     return th, box
 
 
+def _record(kind: str, check: Check, **figures: Any) -> None:
+    """One trial's figures: what the invariants counted, and `figures`."""
+    lost, dupes = check.lost, check.duplicate_rows
+    record("concurrency", kind=kind, trials=1, turns_lost=lost, duplicate_rows=dupes, **figures)
+
+
 def test_two_consolidations_at_once_equal_one(
     server: ForkServer, reference: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -82,14 +86,7 @@ def test_two_consolidations_at_once_equal_one(
     assert a.summary and b.summary
     closed = a.summary["episodes_closed"] + b.summary["episodes_closed"]
     assert closed == len(reference["episodes"])  # one did the work, the other found none
-    record(
-        "concurrency",
-        kind="two-consolidations",
-        trials=1,
-        turns_lost=check.lost,
-        duplicate_rows=check.duplicate_rows,
-        state_mismatches=0,
-    )
+    _record("two-consolidations", check, state_mismatches=0)
 
 
 def test_ingest_during_consolidation_loses_nothing(
@@ -119,12 +116,9 @@ def test_ingest_during_consolidation_loses_nothing(
     assert [e[:4] for e in got["episodes"]] == [e[:4] for e in reference["episodes"]]
     assert got["facts"] == reference["facts"]
     seen = (box[0].summary or {}).get("turns_processed", 0)
-    record(
-        "concurrency",
-        kind="ingest-during-consolidation",
-        trials=1,
-        turns_lost=check.lost,
-        duplicate_rows=check.duplicate_rows,
+    _record(
+        "ingest-during-consolidation",
+        check,
         turns_appended_during=appended,
         turns_seen_by_running_poll=seen,
     )

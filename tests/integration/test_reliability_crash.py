@@ -18,16 +18,16 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.reliability_support import (
-    ROOT,
+    ChildResult,
     ForkServer,
     check_invariants,
     fact_turns,
@@ -35,6 +35,7 @@ from tests.integration.reliability_support import (
     forkserver_for,
     open_repos,
     record,
+    run_in_root,
     runtime_env,
     write_jsonl,
 )
@@ -67,10 +68,7 @@ DOUBLE = [(("after_episodes", 2), ("after_fact_plan", 3)), (("embed", 3), ("afte
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
-    import prefect.settings
-
-    url = str(prefect.settings.PREFECT_API_URL.value())
-    yield from forkserver_for(url, tmp_path_factory.mktemp("forks"))
+    yield from forkserver_for(tmp_path_factory, "forks")
 
 
 @pytest.fixture(scope="module")
@@ -168,91 +166,82 @@ def _report(kind: str, crash: dict[str, int], final: dict[str, int], progress: s
     )
 
 
+@dataclass(frozen=True)
+class Trial:
+    """One trial on its own copy of the pristine store."""
+
+    server: ForkServer
+    reference: dict[str, Any]
+    home: Path
+
+    def run(self, **job: Any) -> ChildResult:
+        (res,) = self.server.run({"home": self.home, "settings": SETTINGS, **job})
+        return res
+
+    def left(self) -> tuple[dict[str, int], str]:
+        """What the dead run left, and where it died; nothing lost or doubled."""
+        repos = open_repos(self.home)
+        crash = _after_crash(repos)
+        assert crash["lost"] == 0 and crash["doubled"] == 0 and crash["dupes"] == 0, crash
+        return crash, _progress(repos)
+
+    def rerun(self, kind: str, crash: dict[str, int], progress: str) -> None:
+        _report(kind, crash, _rerun_and_compare(self.server, self.home, self.reference), progress)
+
+
+@pytest.fixture
+def trial(server: ForkServer, pristine: Path, reference: dict[str, Any], tmp_path: Path) -> Trial:
+    return Trial(server, reference, _trial_home(tmp_path, pristine))
+
+
 @pytest.mark.parametrize(("point", "nth"), POINTS, ids=[f"{p}-{n}" for p, n in POINTS])
-def test_crash_point_then_rerun(
-    server: ForkServer,
-    pristine: Path,
-    reference: dict[str, Any],
-    tmp_path: Path,
-    point: str,
-    nth: int,
-) -> None:
-    home = _trial_home(tmp_path, pristine)
-    (res,) = server.run({"home": home, "settings": SETTINGS, "crash": f"{point}:{nth}"})
+def test_crash_point_then_rerun(trial: Trial, point: str, nth: int) -> None:
+    res = trial.run(crash=f"{point}:{nth}")
     assert res.status == 137, f"crash point {point}:{nth} was not reached\n{res.log[-2000:]}"
-    repos = open_repos(home)
-    crash = _after_crash(repos)
-    progress = _progress(repos)
-    assert crash["lost"] == 0 and crash["doubled"] == 0 and crash["problems"] == 0, crash
-    assert crash["dupes"] == 0, crash
-    _report(f"point:{point}", crash, _rerun_and_compare(server, home, reference), progress)
+    crash, progress = trial.left()
+    assert crash["problems"] == 0, crash
+    trial.rerun(f"point:{point}", crash, progress)
 
 
 @pytest.mark.parametrize("seed", range(RANDOM_KILLS))
-def test_sigkill_at_random_time_then_rerun(
-    server: ForkServer, pristine: Path, reference: dict[str, Any], tmp_path: Path, seed: int
-) -> None:
+def test_sigkill_at_random_time_then_rerun(trial: Trial, seed: int) -> None:
     # spread over the length of an uninterrupted run (its first ~second is
     # Prefect creating the flow run, when a kill leaves nothing behind)
-    delay = random.Random(seed).uniform(0.3, 0.9 * reference["seconds"])
-    home = _trial_home(tmp_path, pristine)
-    (res,) = server.run({"home": home, "settings": SETTINGS, "kill_after": delay})
-    repos = open_repos(home)
-    crash = _after_crash(repos)
-    progress = _progress(repos) if res.killed else "finished before the kill"
-    assert crash["lost"] == 0 and crash["doubled"] == 0 and crash["problems"] == 0, crash
-    assert crash["dupes"] == 0, crash
-    final = _rerun_and_compare(server, home, reference)
-    _report("sigkill" if res.killed else "sigkill-missed", crash, final, progress)
+    res = trial.run(kill_after=random.Random(seed).uniform(0.3, 0.9 * trial.reference["seconds"]))
+    crash, progress = trial.left()
+    assert crash["problems"] == 0, crash
+    if res.killed:
+        trial.rerun("sigkill", crash, progress)
+    else:
+        trial.rerun("sigkill-missed", crash, "finished before the kill")
 
 
 @pytest.mark.parametrize(
     ("first", "second"), DOUBLE, ids=["episodes-then-plan", "embed-then-apply"]
 )
 def test_two_crashes_in_a_row(
-    server: ForkServer,
-    pristine: Path,
-    reference: dict[str, Any],
-    tmp_path: Path,
-    first: tuple[str, int],
-    second: tuple[str, int],
+    trial: Trial, first: tuple[str, int], second: tuple[str, int]
 ) -> None:
-    home = _trial_home(tmp_path, pristine)
     worst = {"lost": 0, "doubled": 0, "dupes": 0, "ahead": 0, "problems": 0}
     for point, nth in (first, second):
-        (res,) = server.run({"home": home, "settings": SETTINGS, "crash": f"{point}:{nth}"})
+        res = trial.run(crash=f"{point}:{nth}")
         assert res.status == 137, f"{point}:{nth} not reached\n{res.log[-2000:]}"
-        seen = _after_crash(open_repos(home))
+        seen, _ = trial.left()
         worst = {k: worst[k] + seen[k] for k in worst}
-        assert seen["lost"] == 0 and seen["doubled"] == 0 and seen["dupes"] == 0, seen
-    _report("double", worst, _rerun_and_compare(server, home, reference), "two crashes")
+    trial.rerun("double", worst, "two crashes")
 
 
-def test_cli_process_killed_at_crash_point(
-    pristine: Path, reference: dict[str, Any], tmp_path: Path, server: ForkServer
-) -> None:
+def test_cli_process_killed_at_crash_point(trial: Trial) -> None:
     """The same through `episodic consolidate --json --flush` in a fresh interpreter."""
     import prefect.settings
 
-    home = _trial_home(tmp_path, pristine)
-    env = {**os.environ, **runtime_env(home, **SETTINGS)}
+    env = {**os.environ, **runtime_env(trial.home, **SETTINGS)}
     env.update(
         EPISODIC_CRASHPOINT="after_fact_plan:2",
         PREFECT_API_URL=str(prefect.settings.PREFECT_API_URL.value()),
         PREFECT_LOGGING_LEVEL="WARNING",
     )
     exe = Path(sys.executable).with_name("episodic")
-    proc = subprocess.run(
-        [str(exe), "consolidate", "--json", "--flush"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_in_root([str(exe), "consolidate", "--json", "--flush"], env)
     assert proc.returncode == 137, proc.stderr[-2000:]
-    repos = open_repos(home)
-    crash = _after_crash(repos)
-    progress = _progress(repos)
-    assert crash["lost"] == 0 and crash["doubled"] == 0 and crash["dupes"] == 0, crash
-    _report("cli", crash, _rerun_and_compare(server, home, reference), progress)
+    trial.rerun("cli", *trial.left())

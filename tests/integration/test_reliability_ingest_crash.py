@@ -125,10 +125,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
-    import prefect.settings
-
-    url = str(prefect.settings.PREFECT_API_URL.value())
-    yield from forkserver_for(url, tmp_path_factory.mktemp("ingest-forks"))
+    yield from forkserver_for(tmp_path_factory, "ingest-forks")
 
 
 def _cli(server: ForkServer, home: Path, *args: str, **job: Any) -> ChildResult:
@@ -283,123 +280,97 @@ def _one_error_line(log: str) -> str:
     return lines[0]
 
 
+@dataclass(frozen=True)
+class Trial:
+    """One trial on its own copy of a store, and what checking its end needs."""
+
+    server: ForkServer
+    inputs: Inputs
+    reference: dict[str, Any]  # the uninterrupted run's figures
+    home: Path
+    # the episodes after _finish, where an uninterrupted run gives them (not
+    # for maintain, whose reference stops before the big ingest)
+    end_spans: dict[str, list[tuple[str, int, int]]] | None = None
+
+    def ingest(self, **job: Any) -> ChildResult:
+        return _ingest(self.server, self.home, self.inputs.big, **job)
+
+    def ingest_batched(self, **job: Any) -> ChildResult:
+        return _ingest_batched(self.server, self.home, self.inputs.big, **job)
+
+    def recover(self, section: str, kind: str, crash: dict[str, int], **kw: Any) -> None:
+        """Carry on after the crash; the end must be the uninterrupted run's."""
+        final = _finish(self.server, self.home, self.inputs)
+        _assert_clean(final)
+        if self.end_spans is not None:
+            assert _episode_spans(self.home) == self.end_spans
+        _report(section, kind, crash, final, **kw)
+
+
+@pytest.fixture
+def trial(
+    server: ForkServer, pristine: Path, inputs: Inputs, reference: dict[str, Any], tmp_path: Path
+) -> Trial:
+    home = _trial_home(tmp_path, pristine)
+    return Trial(server, inputs, reference, home, end_spans=reference["episodes"])
+
+
 # ---- ingest ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("point", "nth"), POINTS, ids=[f"{p}-{n}" for p, n in POINTS])
-def test_ingest_killed_at_a_named_point(
-    server: ForkServer,
-    pristine: Path,
-    inputs: Inputs,
-    reference: dict[str, Any],
-    tmp_path: Path,
-    point: str,
-    nth: int,
-) -> None:
-    home = _trial_home(tmp_path, pristine)
-    res = _ingest_batched(server, home, inputs.big, crash=f"{point}:{nth}")
+def test_ingest_killed_at_a_named_point(trial: Trial, point: str, nth: int) -> None:
+    res = trial.ingest_batched(crash=f"{point}:{nth}")
     assert res.status == 137, f"{point}:{nth} was not reached\n{res.log[-2000:]}"
-    crash = _after_crash(home)
+    crash = _after_crash(trial.home)
     assert crash["other_problems"] == 0, crash
     if point == "append_after_raw":  # the window this suite exists for
         assert crash["stale_heads"] == len(STREAMS), crash
-    final = _finish(server, home, inputs)
-    _assert_clean(final)
-    assert _episode_spans(home) == reference["episodes"]
-    _report("ingest_crash", f"point:{point}", crash, final)
+    trial.recover("ingest_crash", f"point:{point}", crash)
 
 
 @pytest.mark.parametrize(("first", "second"), DOUBLE, ids=["raw2-then-raw1", "heads1-then-raw3"])
-def test_ingest_killed_again_while_reingesting(
-    server: ForkServer,
-    pristine: Path,
-    inputs: Inputs,
-    reference: dict[str, Any],
-    tmp_path: Path,
-    first: str,
-    second: str,
-) -> None:
-    home = _trial_home(tmp_path, pristine)
+def test_ingest_killed_again_while_reingesting(trial: Trial, first: str, second: str) -> None:
     for spec in (first, second):
-        res = _ingest_batched(server, home, inputs.big, crash=spec)
+        res = trial.ingest_batched(crash=spec)
         assert res.status == 137, f"{spec} was not reached\n{res.log[-2000:]}"
-    crash = _after_crash(home)
-    final = _finish(server, home, inputs)
-    _assert_clean(final)
-    assert _episode_spans(home) == reference["episodes"]
-    _report("ingest_crash", "double", crash, final)
+    trial.recover("ingest_crash", "double", _after_crash(trial.home))
 
 
 @pytest.mark.parametrize(
     ("sig", "seed"),
     [("SIGKILL", s) for s in range(RANDOM_SIGKILL)] + [("SIGINT", s) for s in range(RANDOM_SIGINT)],
 )
-def test_ingest_signalled_at_a_random_time(
-    server: ForkServer,
-    pristine: Path,
-    inputs: Inputs,
-    reference: dict[str, Any],
-    tmp_path: Path,
-    sig: str,
-    seed: int,
-) -> None:
-    home = _trial_home(tmp_path, pristine)
+def test_ingest_signalled_at_a_random_time(trial: Trial, sig: str, seed: int) -> None:
     rng = random.Random(f"{sig}{seed}")
     if sig == "SIGKILL":
-        delay = rng.uniform(0.02, 0.95 * reference["seconds"])
-        res = _ingest_batched(server, home, inputs.big, kill_after=delay)
+        res = trial.ingest_batched(kill_after=rng.uniform(0.02, 0.95 * trial.reference["seconds"]))
     else:
-        delay = rng.uniform(0.02, 0.95 * reference["cli_seconds"])
-        res = _ingest(server, home, inputs.big, kill_after=delay, kill_signal=sig)
+        delay = rng.uniform(0.02, 0.95 * trial.reference["cli_seconds"])
+        res = trial.ingest(kill_after=delay, kill_signal=sig)
     if res.killed:
         # SIGKILL: -9; Ctrl-C: 130 (or click's "Aborted!", 1)
         assert res.status in ((-9,) if sig == "SIGKILL" else (1, 130)), res.log[-2000:]
-    crash = _after_crash(home)
+    crash = _after_crash(trial.home)
     assert crash["other_problems"] == 0, crash
-    final = _finish(server, home, inputs)
-    _assert_clean(final)
-    assert _episode_spans(home) == reference["episodes"]
     kind = sig.lower() if res.killed else f"{sig.lower()}-missed"
-    _report("ingest_crash", kind, crash, final, rows_at_kill=crash["rows"])
+    trial.recover("ingest_crash", kind, crash, rows_at_kill=crash["rows"])
 
 
 @pytest.mark.parametrize(("point", "nth"), ENOSPC, ids=[f"{p}-{n}" for p, n in ENOSPC])
-def test_ingest_on_a_full_disk_injected(
-    server: ForkServer,
-    pristine: Path,
-    inputs: Inputs,
-    reference: dict[str, Any],
-    tmp_path: Path,
-    point: str,
-    nth: int,
-) -> None:
-    home = _trial_home(tmp_path, pristine)
-    res = _ingest(server, home, inputs.big, crash=f"{point}:{nth}:enospc")
+def test_ingest_on_a_full_disk_injected(trial: Trial, point: str, nth: int) -> None:
+    res = trial.ingest(crash=f"{point}:{nth}:enospc")
     assert res.status == 4, res.log[-2000:]
     assert "No space left on device" in _one_error_line(res.log)
-    crash = _after_crash(home)
-    final = _finish(server, home, inputs)
-    _assert_clean(final)
-    assert _episode_spans(home) == reference["episodes"]
-    _report("ingest_crash", "disk-full", crash, final)
+    trial.recover("ingest_crash", "disk-full", _after_crash(trial.home))
 
 
-def test_ingest_on_a_full_disk_mid_file(
-    server: ForkServer,
-    pristine: Path,
-    inputs: Inputs,
-    reference: dict[str, Any],
-    tmp_path: Path,
-) -> None:
-    home = _trial_home(tmp_path, pristine)
-    res = _ingest_batched(server, home, inputs.big, crash="append_after_raw:3:enospc")
+def test_ingest_on_a_full_disk_mid_file(trial: Trial) -> None:
+    res = trial.ingest_batched(crash="append_after_raw:3:enospc")
     assert res.status == 1 and "No space left on device" in res.log, res.log[-2000:]
-    crash = _after_crash(home)
+    crash = _after_crash(trial.home)
     assert crash["stale_heads"] == len(STREAMS), crash
-    final = _finish(server, home, inputs)
-    _assert_clean(final)
-    assert _episode_spans(home) == reference["episodes"]
-    _report("ingest_crash", "disk-full", crash, final)
+    trial.recover("ingest_crash", "disk-full", crash)
 
 
 @pytest.fixture
@@ -430,23 +401,16 @@ def tmpfs(tmp_path: Path, pristine: Path, reference: dict[str, Any]) -> Iterator
 
 
 def test_ingest_on_a_real_full_tmpfs(
-    server: ForkServer,
-    pristine: Path,
-    inputs: Inputs,
-    reference: dict[str, Any],
-    tmpfs: Path,
+    server: ForkServer, inputs: Inputs, reference: dict[str, Any], tmpfs: Path
 ) -> None:
-    home = tmpfs / "home"
-    res = _ingest(server, home, inputs.big)
+    trial = Trial(server, inputs, reference, tmpfs / "home", end_spans=reference["episodes"])
+    res = trial.ingest()
     assert res.status == 4, res.log[-2000:]
     assert "No space left on device" in _one_error_line(res.log)
-    crash = _after_crash(home)
+    crash = _after_crash(trial.home)
     # free space, as an operator would, and carry on
     subprocess.run(["mount", "-o", "remount,size=1g", str(tmpfs)], check=True)
-    final = _finish(server, home, inputs)
-    _assert_clean(final)
-    assert _episode_spans(home) == reference["episodes"]
-    _report("ingest_crash", "disk-full-tmpfs", crash, final, rows_at_kill=crash["rows"])
+    trial.recover("ingest_crash", "disk-full-tmpfs", crash, rows_at_kill=crash["rows"])
 
 
 # ---- maintain ------------------------------------------------------------------
@@ -464,50 +428,39 @@ def maintain_reference(
     return {"seconds": res.seconds, "episodes": _episode_spans(home)}
 
 
-def _maintain_trial(
-    server: ForkServer, home: Path, inputs: Inputs, reference: dict[str, Any], kind: str, **job: Any
-) -> None:
-    (first,) = server.run({"home": home, "job": "maintain", **MAINTAIN, **job})
+@pytest.fixture
+def maintain_trial(
+    server: ForkServer,
+    pristine: Path,
+    inputs: Inputs,
+    maintain_reference: dict[str, Any],
+    tmp_path: Path,
+) -> Trial:
+    return Trial(server, inputs, maintain_reference, _trial_home(tmp_path, pristine))
+
+
+def _maintain_trial(trial: Trial, kind: str, **job: Any) -> None:
+    (first,) = trial.server.run({"home": trial.home, "job": "maintain", **MAINTAIN, **job})
     killed = "crash" in job or first.killed
     if "crash" in job:
         assert first.status == 137, f"{job['crash']} was not reached\n{first.log[-2000:]}"
-    crash = _after_crash(home)
+    crash = _after_crash(trial.home)
     assert crash["stale_heads"] == 0 and crash["other_problems"] == 0, crash
-    assert _episode_spans(home) == reference["episodes"], "maintain never adds or drops episodes"
-    (res,) = server.run({"home": home, "job": "maintain", **MAINTAIN})
+    spans = _episode_spans(trial.home)
+    assert spans == trial.reference["episodes"], "maintain never adds or drops episodes"
+    (res,) = trial.server.run({"home": trial.home, "job": "maintain", **MAINTAIN})
     assert res.status == 0, res.log[-3000:]
-    final = _finish(server, home, inputs)
-    _assert_clean(final)
-    _report("maintain_crash", kind if killed else f"{kind}-missed", crash, final)
+    trial.recover("maintain_crash", kind if killed else f"{kind}-missed", crash)
 
 
 @pytest.mark.parametrize(
     ("point", "nth"), MAINTAIN_POINTS, ids=[f"{p}-{n}" for p, n in MAINTAIN_POINTS]
 )
-def test_maintain_killed_at_a_named_point(
-    server: ForkServer,
-    pristine: Path,
-    inputs: Inputs,
-    maintain_reference: dict[str, Any],
-    tmp_path: Path,
-    point: str,
-    nth: int,
-) -> None:
-    home = _trial_home(tmp_path, pristine)
-    _maintain_trial(
-        server, home, inputs, maintain_reference, f"point:{point}", crash=f"{point}:{nth}"
-    )
+def test_maintain_killed_at_a_named_point(maintain_trial: Trial, point: str, nth: int) -> None:
+    _maintain_trial(maintain_trial, f"point:{point}", crash=f"{point}:{nth}")
 
 
 @pytest.mark.parametrize("seed", range(MAINTAIN_RANDOM))
-def test_maintain_killed_at_a_random_time(
-    server: ForkServer,
-    pristine: Path,
-    inputs: Inputs,
-    maintain_reference: dict[str, Any],
-    tmp_path: Path,
-    seed: int,
-) -> None:
-    delay = random.Random(seed).uniform(0.3, 0.9 * maintain_reference["seconds"])
-    home = _trial_home(tmp_path, pristine)
-    _maintain_trial(server, home, inputs, maintain_reference, "sigkill", kill_after=delay)
+def test_maintain_killed_at_a_random_time(maintain_trial: Trial, seed: int) -> None:
+    delay = random.Random(seed).uniform(0.3, 0.9 * maintain_trial.reference["seconds"])
+    _maintain_trial(maintain_trial, "sigkill", kill_after=delay)

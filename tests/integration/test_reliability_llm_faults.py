@@ -20,7 +20,12 @@ from typing import Any
 
 import pytest
 
-from tests.integration.reliability_support import record, use_home, write_jsonl
+from tests.integration.reliability_support import (
+    record,
+    turn_row,
+    use_home,
+    write_jsonl,
+)
 from tests.stubs.anthropic_stub import AnthropicStub, tool_name
 from tests.stubs.scripted import Action, Answer, Delay, Garbage, Status, Text
 
@@ -113,11 +118,8 @@ def fault_kind(action: Action) -> str:
         return "valid" if action.value is AUTO else "schema-invalid"
     if isinstance(action, Status):
         return "429" if action.code == 429 else "5xx"
-    if isinstance(action, Delay):
-        return "timeout"
-    if isinstance(action, Text):
-        return "malformed-json"
-    return "non-json-body"
+    # the stub's other actions, each its own fault
+    return {Delay: "timeout", Text: "malformed-json", Garbage: "non-json-body"}[type(action)]
 
 
 def episodes_input(user: str, n: int, start: datetime) -> list[dict[str, Any]]:
@@ -129,15 +131,7 @@ def episodes_input(user: str, n: int, start: datetime) -> list[dict[str, Any]]:
             ("user", f"I need help with task {i}: the deploy of service {i % 7} failed"),
             ("assistant", f"Looking at task {i}: restart service {i % 7} and check the logs"),
         ):
-            out.append(
-                {
-                    "user_id": "fault-user",
-                    "stream_id": "s",
-                    "role": role,
-                    "text": text,
-                    "ts": t.isoformat(),
-                }
-            )
+            out.append(turn_row("fault-user", "s", role, text, t))
             t += timedelta(minutes=1)
         t += timedelta(minutes=45)
     return out

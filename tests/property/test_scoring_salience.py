@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import fields
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -49,18 +50,16 @@ def test_scores_cover_the_scale(seed: int) -> None:
     assert sum(scores[s] for s in (5, 6, 7)) < 0.6 * 400
 
 
-counts = st.integers(min_value=0, max_value=30)
+# every count the scorer weighs (the fields but size and novelty), from one range
+COUNTS = [
+    f.name for f in fields(EpisodeFeatures) if f.name not in ("n_turns", "n_chars", "novelty")
+]
 features = st.builds(
     EpisodeFeatures,
     n_turns=st.integers(min_value=0, max_value=200),
     n_chars=st.integers(min_value=0, max_value=100_000),
-    tool_errors=counts,
-    corrections=counts,
-    decisions=counts,
-    first_person_facts=counts,
-    questions=counts,
-    significant=counts,
     novelty=st.none() | st.floats(min_value=0.0, max_value=1.0),
+    **dict.fromkeys(COUNTS, st.integers(min_value=0, max_value=30)),
 )
 
 

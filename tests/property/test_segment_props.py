@@ -12,15 +12,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from episodic.segment import (
-    Detector,
-    DetectorConfig,
-    JudgeAnswer,
-    JudgeRequest,
-    SegTurn,
-    segment_stream,
-)
+from episodic.segment import segment_stream
 from episodic.segment.bocpd import BocpdKernel
+from episodic.segment.detector import Detector, DetectorConfig
+from episodic.segment.types import JudgeAnswer, JudgeRequest, SegTurn
+from episodic.vocab import ROLES, TURN_KINDS
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -95,19 +91,6 @@ def test_posterior_sums_to_one_and_has_no_nan(data: list[list[float]], cap: int)
         assert math.isclose(float(post.sum()), 1.0, rel_tol=1e-9)
 
 
-ROLES = ["user", "assistant", "tool", "system"]
-KINDS = [
-    "user-question",
-    "user-correction",
-    "assistant-answer",
-    "tool-call",
-    "tool-error",
-    "tool-success",
-    "system-event",
-    "other",
-]
-
-
 @st.composite
 def streams(draw: st.DrawFn) -> list[SegTurn]:
     n = draw(st.integers(1, 60))
@@ -123,7 +106,7 @@ def streams(draw: st.DrawFn) -> list[SegTurn]:
         kind_roll = rng.random()
         role = ROLES[0] if kind_roll < 0.45 else ROLES[int(rng.integers(1, 4))]
         kind = (
-            KINDS[int(rng.integers(len(KINDS)))]
+            TURN_KINDS[int(rng.integers(len(TURN_KINDS)))]
             if rng.random() < 0.3
             else ("user-question" if role == "user" else "assistant-answer")
         )
@@ -212,9 +195,14 @@ def test_boundaries_strictly_increase_and_partition_the_stream(
     assert seqs == [t.seq for t in turns]
     firsts = [seg.seqs[0] for seg in segs]
     assert all(a < b for a, b in zip(firsts, firsts[1:], strict=False))
+    by_seq = {t.seq: t for t in turns}
     for seg in segs:
         assert 0.0 <= seg.score <= 1.0
         assert seg.started_at <= seg.ended_at
         assert all(math.isfinite(v) for v in seg.signal_scores.values())
         assert all(math.isfinite(v) for v in seg.centroid)
-        assert len(seg.seqs) <= CONFIG.max_turns
+        if len(seg.seqs) > CONFIG.max_turns:
+            # the cap never separates a tool call from its result: it fires one turn later
+            last, before = by_seq[seg.seqs[-1]], by_seq[seg.seqs[-2]]
+            assert len(seg.seqs) == CONFIG.max_turns + 1, len(seg.seqs)
+            assert last.role == "tool" and before.kind == "tool-call", (before, last)

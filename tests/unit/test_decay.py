@@ -20,6 +20,12 @@ from episodic.decay import (
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 
 
+def item(
+    item_id: str, salience: float, hours: float, recalls: int = 0, strength: float = 1.0
+) -> DecayItem:
+    return DecayItem(item_id, salience, recalls, NOW - timedelta(hours=hours), strength)
+
+
 def test_retention_is_one_at_access_and_one_over_e_after_tau() -> None:
     assert retention(0.0, 0, 24.0) == 1.0
     assert retention(24.0, 0, 24.0) == pytest.approx(math.exp(-1))
@@ -99,12 +105,6 @@ def test_policy_strength_is_one_for_a_fresh_item() -> None:
     assert p.strength(0.0, 0) == 1.0
     assert p.strength(0.0, 3) == pytest.approx(1.3)
     assert p.effective(7.0, 0.0, 0) == 7.0
-
-
-def item(
-    item_id: str, salience: float, hours: float, recalls: int = 0, strength: float = 1.0
-) -> DecayItem:
-    return DecayItem(item_id, salience, recalls, NOW - timedelta(hours=hours), strength)
 
 
 def test_plan_decay_reports_changes_and_archivals_in_order() -> None:

@@ -24,6 +24,11 @@ def split(items: list[TurnIn | Rejected]) -> tuple[list[TurnIn], list[Rejected]]
     ]
 
 
+def _rows(turns: list[TurnIn]) -> list[str]:
+    """Each turn as "position role kind", in order."""
+    return [f"{t.position} {t.role} {t.kind}" for t in turns]
+
+
 @pytest.mark.parametrize(
     ("name", "fmt"),
     [
@@ -84,15 +89,15 @@ def test_ids_from_arguments_override_the_source() -> None:
 def test_openai_list_with_tool_calls() -> None:
     turns, rejected = split(list(parse_file(FIX / "openai_chat.json")))
     assert not rejected
-    assert [(t.position, t.role, t.kind) for t in turns] == [
-        ("m0", "system", "system-event"),
-        ("m1", "user", "user-question"),
-        ("m2.0", "assistant", "tool-call"),
-        ("m2.1", "assistant", "tool-call"),
-        ("m3", "tool", "tool-error"),
-        ("m4", "tool", "tool-success"),
-        ("m5", "assistant", "assistant-answer"),
-        ("m6", "user", "user-correction"),
+    assert _rows(turns) == [
+        "m0 system system-event",
+        "m1 user user-question",
+        "m2.0 assistant tool-call",
+        "m2.1 assistant tool-call",
+        "m3 tool tool-error",
+        "m4 tool tool-success",
+        "m5 assistant assistant-answer",
+        "m6 user user-correction",
     ]
     assert turns[2].text == 'bash({"cmd": "pytest -q"})'
     assert turns[2].meta["tool_call_id"] == "call_1" and turns[4].meta["tool_call_id"] == "call_1"
@@ -126,15 +131,15 @@ def test_anthropic_blocks() -> None:
     stats, it = parse_with_stats(FIX / "anthropic_messages.json")
     turns, rejected = split(list(it))
     assert not rejected
-    assert [(t.position, t.role, t.kind) for t in turns] == [
-        ("system", "system", "system-event"),
-        ("m0", "user", "user-question"),
-        ("m1.0", "assistant", "assistant-answer"),
-        ("m1.1", "assistant", "tool-call"),
-        ("m2", "tool", "tool-error"),
-        ("m3", "assistant", "tool-call"),
-        ("m4", "tool", "tool-success"),
-        ("m6", "assistant", "assistant-answer"),
+    assert _rows(turns) == [
+        "system system system-event",
+        "m0 user user-question",
+        "m1.0 assistant assistant-answer",
+        "m1.1 assistant tool-call",
+        "m2 tool tool-error",
+        "m3 assistant tool-call",
+        "m4 tool tool-success",
+        "m6 assistant assistant-answer",
     ]
     assert not any("manifest first" in t.text for t in turns)  # thinking is dropped
     assert stats.skipped_other == 1  # the thinking-only message

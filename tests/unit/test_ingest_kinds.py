@@ -6,35 +6,26 @@ import pytest
 
 from episodic.ingest.kinds import derive_kind
 
+# a user's text, with no question before it, and the kind it must get
+USER_TEXTS = {
+    "no, use the staging database": "user-correction",
+    "No. That is the old endpoint.": "user-correction",
+    "Actually the bug is in the refresh path": "user-correction",
+    "that's wrong, the port is 5433": "user-correction",
+    "I meant the integration tests": "user-correction",
+    "Hmm, that's not what I asked for": "user-correction",
+    "wrong file": "user-correction",
+    "no problem, thanks": "user-question",
+    "Can you deploy it?": "user-question",
+    "Notebook cells are slow": "user-question",
+    "I live in Paris": "user-question",
+    "nobody uses it": "user-question",
+}
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "no, use the staging database",
-        "No. That is the old endpoint.",
-        "Actually the bug is in the refresh path",
-        "that's wrong, the port is 5433",
-        "I meant the integration tests",
-        "Hmm, that's not what I asked for",
-        "wrong file",
-    ],
-)
-def test_corrections(text: str) -> None:
-    assert derive_kind("user", text) == "user-correction"
 
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "no problem, thanks",
-        "Can you deploy it?",
-        "Notebook cells are slow",
-        "I live in Paris",
-        "nobody uses it",
-    ],
-)
-def test_not_corrections(text: str) -> None:
-    assert derive_kind("user", text) == "user-question"
+@pytest.mark.parametrize(("text", "kind"), USER_TEXTS.items())
+def test_corrections_and_not(text: str, kind: str) -> None:
+    assert derive_kind("user", text) == kind
 
 
 def test_no_after_a_question_is_an_answer() -> None:

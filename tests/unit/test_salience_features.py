@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import pytest
 
@@ -119,17 +121,10 @@ def test_offline_score_spans_the_scale_on_anchor_episodes() -> None:
 
 def test_offline_score_extremes() -> None:
     assert offline_salience(EpisodeFeatures())[0] == 1
-    big = EpisodeFeatures(
-        n_turns=60,
-        n_chars=50_000,
-        tool_errors=20,
-        corrections=20,
-        decisions=20,
-        first_person_facts=20,
-        questions=20,
-        significant=20,
-        novelty=1.0,
-    )
+    counts = [
+        f.name for f in fields(EpisodeFeatures) if f.name not in ("n_turns", "n_chars", "novelty")
+    ]
+    big = EpisodeFeatures(**dict.fromkeys(counts, 20), n_turns=60, n_chars=50_000, novelty=1.0)
     assert offline_salience(big)[0] == 10
 
 

@@ -21,13 +21,13 @@ from episodic.salience import (
     score_episode,
 )
 
-NOW = datetime(2024, 5, 17, tzinfo=UTC)
 TURNS = [
     EpisodeTurn("user", "user-question", "the nightly job failed again, why?"),
     EpisodeTurn("tool", "tool-error", "Traceback: TimeoutError"),
     EpisodeTurn("assistant", "assistant-answer", "The DB timeout is 5s; let's raise it to 30s."),
     EpisodeTurn("user", "user-correction", "No, the timeout is fine; the index is missing."),
 ]
+NOW = datetime(2024, 5, 17, tzinfo=UTC)
 
 
 def test_offline_provider_scores_with_the_offline_formula() -> None:

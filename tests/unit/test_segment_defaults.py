@@ -12,20 +12,11 @@ from episodic.segment.signals import IdleClose, SizeCap, TimeGap
 def test_signals_default_to_the_detector_config() -> None:
     c = DetectorConfig()
     assert DEFAULTS == c
-    sem = SemanticShift()
-    assert (sem.threshold, sem.decay, sem.center, sem.prior_turns) == (
-        c.semantic_threshold,
-        c.semantic_decay,
-        c.center,
-        c.center_prior_turns,
-    )
-    cp = ChangePoint()
-    assert (cp.threshold, cp.dims, cp.max_run_length, cp.hazard_lambda) == (
-        c.cp_threshold,
-        c.bocpd_dims,
-        c.max_run_length,
-        c.hazard_lambda,
-    )
+    sem, cp = SemanticShift(), ChangePoint()
+    assert (sem.threshold, sem.decay) == (c.semantic_threshold, c.semantic_decay)
+    assert (sem.center, sem.prior_turns) == (c.center, c.center_prior_turns)
+    assert (cp.threshold, cp.dims) == (c.cp_threshold, c.bocpd_dims)
+    assert (cp.max_run_length, cp.hazard_lambda) == (c.max_run_length, c.hazard_lambda)
     assert (cp.obs_var, cp.prior_var, cp.seed) == (c.obs_var, c.prior_var, c.seed)
     assert BocpdKernel().hazard_lambda == c.hazard_lambda
     sur = Surprisal()
