@@ -59,6 +59,7 @@ def bench_pipeline(
         "episodes": summary["episodes_closed"],
         "fact_events": summary["fact_events"],
         "reflections": summary["reflections"],
+        "stages": summary["stages"],  # where the pipeline's time went
         "machine": machine(),
     }
     res["targets"] = {"ratio": target(res["ratio"], ">=", TARGET_RATIO)}

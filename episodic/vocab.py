@@ -58,3 +58,21 @@ FactEvent = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
 FACT_EVENTS: tuple[FactEvent, ...] = get_args(FactEvent)
 FactStatus = Literal["active", "superseded", "deleted"]
 ReflectionStatus = Literal["active", "archived"]
+
+# ---- run accounting -------------------------------------------------------
+
+
+class Stage(StrEnum):
+    """Where a consolidation's time goes (`stages` in `consolidate --json`).
+    READ to WRITE are the segmentation poll's own steps; SALIENCE, FACTS and
+    REFLECTION are whole steps; LLM is the time inside the model provider,
+    a part of the steps that ask it (the offline provider included)."""
+
+    READ = "read"
+    EMBED = "embed"
+    SEGMENT = "segment"
+    WRITE = "write"
+    SALIENCE = "salience"
+    FACTS = "facts"
+    REFLECTION = "reflection"
+    LLM = "llm_wait"

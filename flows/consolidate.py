@@ -13,7 +13,9 @@ from prefect.client.schemas.objects import State
 from prefect.runtime import task_run
 from prefect.states import Completed
 
+from episodic.llm.prices import estimated_cost_usd
 from episodic.models import now_utc, stable_id
+from episodic.vocab import Stage
 from storage.lease import user_lease
 from tasks.exclusion import user_slot
 from tasks.names import from_params
@@ -123,7 +125,8 @@ def _consolidate_leased(
 def maybe_reflect_user(user_id: str) -> dict[str, Any] | None:
     from tasks.reflect import reflect_if_due
 
-    return reflect_if_due(user_id)
+    with get_runtime().stages.measure(Stage.REFLECTION):
+        return reflect_if_due(user_id)
 
 
 @flow(name="consolidate", flow_run_name=from_params("consolidate"), log_prints=True)
@@ -139,6 +142,8 @@ def consolidate(
     rt = get_runtime()
     logger = get_run_logger()
     usage_before = rt.provider.usage.as_dict()
+    wait_before = rt.provider.usage.wait_s
+    stages_before = rt.stages.snapshot()
     todo = _work(user, flush)
     if not todo and not plot:
         summary = summarise({}, {}, time.monotonic() - started, began)
@@ -151,6 +156,15 @@ def consolidate(
     by_user: dict[str, Any] = {uid: f.result() for uid, f in futures.items()}
     usage = {k: v - usage_before.get(k, 0) for k, v in rt.provider.usage.as_dict().items()}
     summary = summarise(by_user, usage, time.monotonic() - started, began)
+    stages = rt.stages.since(stages_before)
+    stages[Stage.LLM.value] = round(rt.provider.usage.wait_s - wait_before, 3)
+    summary["stages"] = stages
+    summary["estimated_cost_usd"] = estimated_cost_usd(
+        rt.provider.name,
+        rt.provider.model,
+        usage.get("input_tokens", 0),
+        usage.get("output_tokens", 0),
+    )
     logger.info(
         "consolidated %d turns into %d episodes",
         summary["turns_processed"],
@@ -222,6 +236,8 @@ def summarise(
         "users": sorted(by_user),
         "llm_calls": usage.get("calls", 0),
         "tokens": {"input": usage.get("input_tokens", 0), "output": usage.get("output_tokens", 0)},
+        "stages": dict.fromkeys((s.value for s in Stage), 0.0),
+        "estimated_cost_usd": 0.0,  # nothing asked; a run that asked sets it
         "seconds": round(seconds, 3),
         "started_at": began.isoformat(),
     }

@@ -38,6 +38,7 @@ def consolidate_markdown(summary: dict[str, Any], plot_path: str | None = None) 
     for score in range(1, 11):
         n = hist.get(score, 0)
         lines.append(f"| {score} | {n} | {_bar(n, most)} |")
+    lines += _stage_lines(summary)
     lines += ["", "## Salience sources", ""]
     for src, n in sorted(summary["salience_sources"].items()):
         lines.append(f"- {src}: {n}")
@@ -47,6 +48,31 @@ def consolidate_markdown(summary: dict[str, Any], plot_path: str | None = None) 
     if plot_path:
         lines += ["", f"Timeline picture: `{plot_path}`"]
     return "\n".join(lines)
+
+
+def _stage_lines(summary: dict[str, Any]) -> list[str]:
+    """Where the time went; `llm_wait` is a part of the steps that ask the model."""
+    stages: dict[str, float] = summary.get("stages") or {}
+    if not stages:
+        return []
+    most = max(stages.values(), default=0.0)
+    cost = summary.get("estimated_cost_usd")
+    lines = [
+        "",
+        "## Time per stage",
+        "",
+        "Summed over users' threads; `llm_wait` lies within the steps that ask the model.",
+        "",
+        "| stage | seconds | |",
+        "|---|---:|---|",
+    ]
+    for stage, secs in stages.items():
+        lines.append(f"| {stage} | {secs:.3f} | {_bar(round(1000 * secs), round(1000 * most))} |")
+    lines += [
+        "",
+        f"- estimated cost: {'no price table for this model' if cost is None else f'${cost:.4f}'}",
+    ]
+    return lines
 
 
 def publish_markdown(key: str, markdown: str, description: str) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from episodic.config import Settings, load_settings
+from episodic.stages import StageClock
 from storage.db import Store
 from storage.episodes import Episodes
 from storage.facts import Facts
@@ -47,6 +48,7 @@ class Runtime:
     checkpoints: Checkpoints = field(init=False)
     vectors: TurnVectors = field(init=False)
     user_locks: dict[str, threading.Lock] = field(default_factory=dict)
+    stages: StageClock = field(default_factory=StageClock)
     _provider_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:

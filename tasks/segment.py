@@ -27,6 +27,7 @@ from episodic.segment import Detector
 from episodic.segment.clock import CLAMPED_KEY, segment_time
 from episodic.segment.judge import make_judge
 from episodic.segment.types import ClosedSegment, Judge, SegTurn
+from episodic.vocab import Stage
 from storage.raw_ranges import read_ranges
 from storage.state import Checkpoint
 from tasks.crashpoints import crashpoint
@@ -51,12 +52,15 @@ def embed_turns(rt: Runtime, user_id: str, turns: list[Turn]) -> tuple[np.ndarra
     model; and the ids of the turns embedded now."""
     model = rt.embedder.name
     ids = [t.turn_id for t in turns]
-    have = rt.vectors.get(user_id, ids, model) if ids else {}
+    with rt.stages.measure(Stage.READ):
+        have = rt.vectors.get(user_id, ids, model) if ids else {}
     missing = [t for t in turns if t.turn_id not in have]
     if missing:
         crashpoint("embed")
-        vecs = rt.embedder.embed([t.text for t in missing])
-        rt.vectors.put(user_id, [t.turn_id for t in missing], model, vecs)
+        with rt.stages.measure(Stage.EMBED):
+            vecs = rt.embedder.embed([t.text for t in missing])
+        with rt.stages.measure(Stage.WRITE):
+            rt.vectors.put(user_id, [t.turn_id for t in missing], model, vecs)
         for t, v in zip(missing, vecs, strict=True):
             have[t.turn_id] = v
     out = np.zeros((len(turns), rt.embedder.dim), dtype=np.float32)
@@ -292,23 +296,26 @@ def _finish(cursors: list[_Cursor]) -> None:
 def _advance(rt: Runtime, user_id: str, wave: list[_Cursor], now: datetime, flush: bool) -> None:
     """Feed each stream of the wave its next slice; close what is idle on the
     streams that reached their head; persist the wave."""
-    read = read_ranges(rt.raw, user_id, {c.poll.stream_id: (c.cp.watermark, c.upto) for c in wave})
+    spans = {c.poll.stream_id: (c.cp.watermark, c.upto) for c in wave}
+    with rt.stages.measure(Stage.READ):
+        read = read_ranges(rt.raw, user_id, spans)
     turns = [t for c in wave for t in read[c.poll.stream_id]]
     vecs, fresh = embed_turns(rt, user_id, turns)
     row = 0
     known: dict[str, Turn] = {}
-    for c in wave:
-        mine = read[c.poll.stream_id]
-        if mine and c.poll.oldest_unprocessed is None:
-            c.poll.oldest_unprocessed = mine[0].event_ts
-        for t in mine:
-            known[t.turn_id] = t
-            c.poll.embedded += t.turn_id in fresh
-            c.segs.extend(c.det.update(to_seg_turn(t, vecs[row])))
-            row += 1
-        c.poll.turns_read += len(mine)
-        if mine:
-            c.last_turn = mine[-1]
+    with rt.stages.measure(Stage.SEGMENT):
+        for c in wave:
+            mine = read[c.poll.stream_id]
+            if mine and c.poll.oldest_unprocessed is None:
+                c.poll.oldest_unprocessed = mine[0].event_ts
+            for t in mine:
+                known[t.turn_id] = t
+                c.poll.embedded += t.turn_id in fresh
+                c.segs.extend(c.det.update(to_seg_turn(t, vecs[row])))
+                row += 1
+            c.poll.turns_read += len(mine)
+            if mine:
+                c.last_turn = mine[-1]
     reached = [c for c in wave if c.upto >= c.head]
     _close_idle(rt, user_id, reached, now, flush)
     _persist(rt, user_id, wave, known, now)
@@ -323,17 +330,19 @@ def _close_idle(
     closed segments join each cursor's `segs`, for the next persist."""
     waiting = [c for c in cursors if c.det.open_turn_ids]
     lookup = [c.det.open_turn_ids[-1] for c in waiting if c.last_turn is None]
-    found = {t.turn_id: t for t in rt.raw.by_ids(user_id, lookup)} if lookup else {}
+    with rt.stages.measure(Stage.READ):
+        found = {t.turn_id: t for t in rt.raw.by_ids(user_id, lookup)} if lookup else {}
     idle = timedelta(minutes=rt.settings.segment.idle_minutes)  # = EPISODIC_IDLE_MINUTES
-    for c in waiting:
-        last = c.last_turn or found.get(c.det.open_turn_ids[-1])
-        if flush:
-            c.segs.extend(c.det.flush())
-        elif last is not None:
-            ts, _ = segment_time(last.event_ts, last.ingest_ts)
-            idle_for = now - max(last.ingest_ts, ts)
-            if idle_for > idle:
-                c.segs.extend(c.det.close_idle(ts + idle_for))
+    with rt.stages.measure(Stage.SEGMENT):
+        for c in waiting:
+            last = c.last_turn or found.get(c.det.open_turn_ids[-1])
+            if flush:
+                c.segs.extend(c.det.flush())
+            elif last is not None:
+                ts, _ = segment_time(last.event_ts, last.ingest_ts)
+                idle_for = now - max(last.ingest_ts, ts)
+                if idle_for > idle:
+                    c.segs.extend(c.det.close_idle(ts + idle_for))
 
 
 def _persist(
@@ -344,8 +353,9 @@ def _persist(
         return
     need = [tid for c in wave for s in c.segs for tid in s.turn_ids if tid not in known]
     if need:
-        for t in rt.raw.by_ids(user_id, need):
-            known[t.turn_id] = t
+        with rt.stages.measure(Stage.READ):
+            for t in rt.raw.by_ids(user_id, need):
+                known[t.turn_id] = t
     episodes: list[Episode] = []
     updated: list[Checkpoint] = []
     for c in wave:
@@ -372,9 +382,11 @@ def _persist(
         c.segs = []
     if episodes:
         crashpoint("before_episodes")
-        rt.episodes.write(episodes)
+        with rt.stages.measure(Stage.WRITE):
+            rt.episodes.write(episodes)
         crashpoint("after_episodes")
-    saved = rt.checkpoints.save_many(updated)
+    with rt.stages.measure(Stage.WRITE):
+        saved = rt.checkpoints.save_many(updated)
     for c, cp in zip(wave, saved, strict=True):
         c.cp = cp
     crashpoint("after_checkpoint")

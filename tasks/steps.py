@@ -9,6 +9,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from episodic.vocab import Stage
 from tasks import facts as fact_steps
 from tasks import salience as salience_steps
 from tasks import segment as segment_steps
@@ -48,7 +49,9 @@ def segment_streams(
     retry_delay_seconds=1,
 )
 def score_salience(user_id: str, episode_ids: list[str], n: int = 0) -> dict[str, Any]:
-    batch = salience_steps.score_pending(get_runtime(), user_id, episode_ids)
+    rt = get_runtime()
+    with rt.stages.measure(Stage.SALIENCE):
+        batch = salience_steps.score_pending(rt, user_id, episode_ids)
     return {
         "scored": batch.scored,
         "histogram": dict(batch.histogram),
@@ -60,7 +63,9 @@ def score_salience(user_id: str, episode_ids: list[str], n: int = 0) -> dict[str
 
 @task(name="merge-facts", task_run_name="facts-merge", cache_policy=NO_CACHE, retries=1)
 def merge_facts(user_id: str) -> dict[str, Any]:
-    batch = fact_steps.merge_pending(get_runtime(), user_id)
+    rt = get_runtime()
+    with rt.stages.measure(Stage.FACTS):
+        batch = fact_steps.merge_pending(rt, user_id)
     return {
         "episodes": batch.episodes,
         "events": dict(batch.events),

@@ -22,3 +22,8 @@ def record_cached(usage: Usage) -> None:
 def record_failure(usage: Usage) -> None:
     with _LOCK:
         usage.failures += 1
+
+
+def record_wait(usage: Usage, seconds: float) -> None:
+    with _LOCK:
+        usage.wait_s += seconds

@@ -10,13 +10,15 @@ raise: hiding them would hide the bug.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from episodic.errors import LLMError
-from episodic.llm.base import LLMProvider, Message
+from episodic.llm.accounting import record_wait
+from episodic.llm.base import LLMProvider, Message, Usage
 from episodic.llm.offline import OfflineProvider
 
 T = TypeVar("T", bound=BaseModel)
@@ -40,6 +42,21 @@ def structured_or_offline(
     messages: list[Message],
     response_model: type[T],
     context: dict[str, Any] | None = None,
+) -> Answer[T]:
+    t0 = time.perf_counter()
+    try:
+        return _ask(provider, messages, response_model, context)
+    finally:
+        usage = getattr(provider, "usage", None)
+        if isinstance(usage, Usage):  # the run's "llm_wait" stage
+            record_wait(usage, time.perf_counter() - t0)
+
+
+def _ask(
+    provider: LLMProvider,
+    messages: list[Message],
+    response_model: type[T],
+    context: dict[str, Any] | None,
 ) -> Answer[T]:
     if provider.name == OFFLINE:
         value = provider.structured(messages, response_model, context=context)

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from episodic.vocab import Stage
 from tests.conftest import shared_data
 from tests.integration.facts_support import runtime_for
 
@@ -44,6 +45,7 @@ def test_locomo_dev5_consolidates_every_conversation(
     assert sum(summary["by_reason"].values()) == summary["episodes_closed"]
     assert summary["llm_calls"] >= summary["episodes_closed"]  # one salience call each at least
     assert set(summary["tokens"]) == {"input", "output"}
+    _assert_stage_times(summary)
 
     episodes = _json("episodes", "--user", USER, "--json")
     assert len(episodes) == summary["episodes_closed"]
@@ -64,3 +66,19 @@ def test_locomo_dev5_consolidates_every_conversation(
     # a second run has nothing new to read
     again = _json("consolidate", "--json")
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
+
+
+def _assert_stage_times(summary: dict[str, Any]) -> None:
+    """Issue 19: where the run's time went. Salience chunks run in threads,
+    so the sum may pass the wall time; no single step can."""
+    stages = summary["stages"]
+    assert set(stages) == {s.value for s in Stage}
+    for step in ("read", "embed", "segment", "write", "salience", "facts", "llm_wait"):
+        assert stages[step] > 0, (step, stages)
+    assert max(stages.values()) <= summary["seconds"], stages
+    # the segmentation poll's own steps run in one thread per user
+    poll = stages["read"] + stages["embed"] + stages["segment"] + stages["write"]
+    assert poll <= summary["seconds"], stages
+    asked = stages["salience"] + stages["facts"] + stages["reflection"] + stages["segment"]
+    assert stages["llm_wait"] <= asked, stages  # a part of the steps that ask
+    assert summary["estimated_cost_usd"] == 0.0  # the offline provider
