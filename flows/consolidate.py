@@ -109,13 +109,13 @@ def _consolidate_leased(
     new_ids = [e for p in polls for e in p["episodes"]]
     pending = [e.episode_id for e in rt.episodes.unscored(user_id)]
     ids = list(dict.fromkeys(new_ids + pending))
-    futures = [
-        score_salience.submit(
-            user_id, ids[i : i + SALIENCE_CHUNK], n=len(ids[i : i + SALIENCE_CHUNK])
-        )
+    # called, not submitted: a task submitted from this (pooled) task waits for a
+    # free thread, and with every thread running a user's task none comes
+    # (a hang with PREFECT_TASK_RUNNER_THREAD_POOL_MAX_WORKERS at or below the users)
+    scored = [
+        score_salience(user_id, ids[i : i + SALIENCE_CHUNK], n=len(ids[i : i + SALIENCE_CHUNK]))
         for i in range(0, len(ids), SALIENCE_CHUNK)
     ]
-    scored = [f.result() for f in futures]
     facts = merge_facts(user_id)
     reflection = maybe_reflect_user(user_id)
     _mark_run(user_id, streams, "Completed")
