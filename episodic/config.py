@@ -66,6 +66,12 @@ class Settings(HomeSettings):
     user_slot: Literal["local", "prefect"] = "local"
 
     max_turn_chars: Annotated[int, Field(ge=1)] = 200_000
+    # users consolidated at once in one flow run: each holds its working set, so
+    # memory grows with this; on 2 cores more threads bought no speed offline
+    # (a network model waits on I/O: raise it there)
+    user_threads: Annotated[int, Field(ge=1)] = 2
+    # LanceDB's index + metadata caches, in MiB
+    lance_cache_mb: Annotated[int, Field(ge=16)] = 512
     batch_turns: Annotated[int, Field(ge=1)] = 2_000
     reflection_threshold: Positive = 150.0
     idle_minutes: Positive = DEFAULTS.idle_minutes  # fractions too: 0.1 is six seconds

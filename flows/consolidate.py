@@ -79,7 +79,7 @@ def user_tag(user_id: str) -> str:
 
 
 # fan-out: one task run per user; the flow's thread-pool task runner runs
-# different users at once, the user's slot keeps one user's runs apart
+# `user_threads` users at once, the user's slot keeps one user's runs apart
 consolidate_user_task = task(
     name="consolidate-user",
     task_run_name=lambda: "user-" + user_tag(str(task_run.parameters["user_id"])),
@@ -149,11 +149,14 @@ def consolidate(
         summary = summarise({}, {}, time.monotonic() - started, began)
         logger.info("nothing to do")
         return Completed(message="nothing to do", data=summary)
-    futures = {
-        uid: consolidate_user_task.submit(uid, streams, flush)
-        for uid, streams in sorted(todo.items())
-    }
-    by_user: dict[str, Any] = {uid: f.result() for uid, f in futures.items()}
+    by_user: dict[str, Any] = {}
+    users = sorted(todo.items())
+    step = rt.settings.user_threads  # users at once: memory grows with it
+    for i in range(0, len(users), step):
+        futures = {
+            uid: consolidate_user_task.submit(uid, s, flush) for uid, s in users[i : i + step]
+        }
+        by_user |= {uid: f.result() for uid, f in futures.items()}
     usage = {k: v - usage_before.get(k, 0) for k, v in rt.provider.usage.as_dict().items()}
     summary = summarise(by_user, usage, time.monotonic() - started, began)
     stages = rt.stages.since(stages_before)

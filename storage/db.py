@@ -29,19 +29,28 @@ SCALAR_INDEXES: dict[str, tuple[str, ...]] = {
     "streams": ("key",),
 }
 IN_CHUNK = 1000  # values per IN list
+DEFAULT_CACHE_MB: int = Settings.model_fields["lance_cache_mb"].default  # EPISODIC_LANCE_CACHE_MB
 FTS_COLUMNS: dict[str, str] = {"episodes": "text", "facts": "text", "reflections": "text"}
 
 
 class Store:
     """Opens tables lazily; every repository takes a Store."""
 
-    def __init__(self, uri: str, dim: int = 384) -> None:
+    def __init__(self, uri: str, dim: int = 384, cache_mb: int = DEFAULT_CACHE_MB) -> None:
         self.uri = uri
         self.dim = dim
         if "://" not in uri:
             Path(uri).mkdir(parents=True, exist_ok=True)
+        # LanceDB's own defaults (6 GB of index cache, 1 GB of metadata) let a
+        # long consolidation grow past 3 GB: every commit adds a version whose
+        # metadata is cached. A bounded session keeps the process flat.
+        mib = 1024 * 1024
+        session = lancedb.Session(
+            index_cache_size_bytes=cache_mb * mib * 3 // 4,
+            metadata_cache_size_bytes=cache_mb * mib // 4,
+        )
         # timedelta(0): every read sees other processes' committed writes
-        self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+        self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0), session=session)
         self._tables: dict[str, Any] = {}
 
     def table(self, name: str) -> Any:
@@ -194,4 +203,4 @@ def _fragments(tbl: Any) -> int:
 
 def open_store(settings: Settings | None = None, dim: int = 384) -> Store:
     s = settings or load_settings()
-    return Store(s.database_uri, dim=dim)
+    return Store(s.database_uri, dim=dim, cache_mb=s.lance_cache_mb)

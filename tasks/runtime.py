@@ -86,7 +86,7 @@ def build_runtime(settings: Settings) -> Runtime:
     from episodic.embed import make_embedder
 
     embedder = make_embedder(settings.embedder)
-    store = Store(settings.database_uri, dim=embedder.dim)
+    store = Store(settings.database_uri, dim=embedder.dim, cache_mb=settings.lance_cache_mb)
     return Runtime(settings=settings, store=store, embedder=embedder)
 
 
