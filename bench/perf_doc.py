@@ -151,8 +151,9 @@ def main(argv: list[str]) -> None:
         for name in argv[1:]:
             res = _reference() if name == "reference" else run_bench(name)
             store(name, res, f"episodic bench {name} --json")
-    PAGE.write_text(render(load()), encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)} from {len(load())} results")
+    records = load()
+    PAGE.write_text(render(records), encoding="utf-8")
+    print(f"wrote {PAGE.relative_to(ROOT)} from {len(records)} results")
 
 
 if __name__ == "__main__":
