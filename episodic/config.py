@@ -78,6 +78,12 @@ class Settings(HomeSettings):
     segment: DetectorConfig = Field(default_factory=DetectorConfig)
     shared_data: Path | None = None  # the public evaluation sets (bench/)
 
+    # alerts (deployments/automations.yaml): a poll that finds more raw turns
+    # than this waiting on one stream emits `episodic.stream.lagging`; 0: off.
+    # (1000 is far above a minute of one agent's turns: it fires on a backlog;
+    # a bulk import of a long history fires it once)
+    alert_lag_turns: Annotated[int, Field(ge=0)] = 1_000
+
     @field_validator("anthropic_api_key", "openai_api_key", mode="before")
     @classmethod
     def _blank_key_is_none(cls, v: Any) -> Any:

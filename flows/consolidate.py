@@ -13,10 +13,12 @@ from prefect.client.schemas.objects import State
 from prefect.runtime import task_run
 from prefect.states import Completed
 
+from episodic.alerts import StreamLag
 from episodic.llm.prices import estimated_cost_usd
 from episodic.models import now_utc, stable_id
 from episodic.vocab import Stage
 from storage.lease import user_lease
+from tasks.alerts import emit_lag_alerts
 from tasks.exclusion import user_slot
 from tasks.names import from_params
 from tasks.report import consolidate_markdown, publish_markdown
@@ -30,17 +32,23 @@ SALIENCE_CHUNK = 500  # one read and one write per chunk: fewer, larger writes
 def _work(user: str | None, flush: bool = False) -> dict[str, list[tuple[str, int]]]:
     """Streams with turns above their watermark or an open episode the idle
     close (or `flush`) would close now, and users with episodes still to score
-    or merge. Reads only: an idle poll stops here, without a task run."""
+    or merge. Reads only (and emits the lag alert, tasks/alerts.py): an idle
+    poll stops here, without a task run."""
     rt = get_runtime()
     marks = rt.checkpoints.progress(user)
     todo: dict[str, list[tuple[str, int]]] = {}
     waiting: dict[str, dict[str, int]] = {}  # user -> stream -> head: open, nothing new
+    lags: list[StreamLag] = []
     for h in rt.raw.streams(user):
         watermark, has_open = marks.get((h.user_id, h.stream_id), (-1, False))
+        lags.append(
+            StreamLag(h.user_id, h.stream_id, h.head_seq - watermark, watermark, h.head_seq)
+        )
         if watermark < h.head_seq or (has_open and flush):
             todo.setdefault(h.user_id, []).append((h.stream_id, h.head_seq))
         elif has_open:
             waiting.setdefault(h.user_id, {})[h.stream_id] = h.head_seq
+    emit_lag_alerts(rt, lags)  # EPISODIC_ALERT_LAG_TURNS
     now = now_utc()
     for uid, heads in waiting.items():
         for sid in idle_due(rt, uid, sorted(heads), now):

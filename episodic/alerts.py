@@ -1,0 +1,56 @@
+"""The lag alert's decision and its event, as plain data: which streams are
+behind, and the Prefect event that says so (tasks/alerts.py emits it; the
+automation in deployments/automations.yaml turns it into a notification).
+
+A stream's lag is what `episodic status` calls its unprocessed turns: the
+raw turns above the watermark when a consolidate poll starts. A healthy
+schedule keeps it near one poll's worth of ingest; it grows when runs fail,
+stop or cannot keep up."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+LAG_EVENT = "episodic.stream.lagging"
+RESOURCE_PREFIX = "episodic.stream."
+
+
+@dataclass(frozen=True)
+class StreamLag:
+    user_id: str
+    stream_id: str
+    unprocessed_turns: int
+    watermark: int
+    head_seq: int
+
+
+def lagging(lags: Iterable[StreamLag], threshold: int) -> list[StreamLag]:
+    """The streams whose lag is above `threshold`; none when it is 0 (off)."""
+    if threshold < 0:
+        raise ValueError(f"threshold must be >= 0, got {threshold}")
+    if threshold == 0:
+        return []
+    return [x for x in lags if x.unprocessed_turns > threshold]
+
+
+def lag_event(lag: StreamLag, threshold: int, oldest_age_s: float | None = None) -> dict[str, Any]:
+    """Keyword arguments of prefect.events.emit_event for one lagging stream.
+    The resource names the user and stream (ids, never turn text)."""
+    return {
+        "event": LAG_EVENT,
+        "resource": {
+            "prefect.resource.id": f"{RESOURCE_PREFIX}{lag.user_id}.{lag.stream_id}",
+            "prefect.resource.name": f"{lag.user_id}/{lag.stream_id}",
+            "episodic.user": lag.user_id,
+            "episodic.stream": lag.stream_id,
+        },
+        "payload": {
+            "unprocessed_turns": lag.unprocessed_turns,
+            "threshold": threshold,
+            "watermark": lag.watermark,
+            "head_seq": lag.head_seq,
+            "oldest_unprocessed_age_s": oldest_age_s,
+        },
+    }
