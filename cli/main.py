@@ -543,9 +543,10 @@ def maintain(
 
 
 # commands that live in their own modules
-from cli import agents, llm, ops  # noqa: E402
+from cli import agents, alerts, llm, ops  # noqa: E402
 
 ops.register(app)
+alerts.register(app)
 agents.register(app)
 llm.register(app)
 
