@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -41,6 +42,7 @@ from bench.servers import (
     stop,
     wait_healthy,
 )
+from tasks.exclusion import LEASE_S
 
 POOL = "episodic-pool"
 DEPLOYMENT = "consolidate/consolidate-user"
@@ -51,6 +53,7 @@ TOPICS = [
     "my dog Rex needs a vet appointment next week",
 ]
 TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+HEARTBEAT_S = 30  # Prefect's minimum; the zombie automation waits 3 of them
 
 
 def pg_bin(name: str) -> str:
@@ -110,9 +113,14 @@ def postgres() -> Iterator[str]:
 
 
 def base_env(tmp: Path, api_url: str | None = None) -> dict[str, str]:
-    """A child's environment in `tmp`, with workers that poll every 2 s."""
+    """A child's environment in `tmp`: workers poll every 2 s, flow runs send
+    a heartbeat every 30 s (Prefect's minimum) for the zombie automation."""
     return child_env(
-        tmp, api_url, PREFECT_WORKER_QUERY_SECONDS="2", PREFECT_WORKER_PREFETCH_SECONDS="5"
+        tmp,
+        api_url,
+        PREFECT_WORKER_QUERY_SECONDS="2",
+        PREFECT_WORKER_PREFETCH_SECONDS="5",
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(HEARTBEAT_S),
     )
 
 
@@ -126,13 +134,40 @@ class Stack:
     tmp: Path
     api_url: str
     db_url: str
+    port: int
+    server: subprocess.Popen[bytes] | None = None
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    startup_s: float = 300.0
 
     def env(self) -> dict[str, str]:
         return base_env(self.tmp, self.api_url)
 
     def prefect(self, *args: str, timeout: float = 600) -> str:
         return run_checked([str(BIN / "prefect"), *args], self.env(), timeout).stdout
+
+    def start_server(self) -> None:
+        env = base_env(self.tmp)
+        env["PREFECT_API_DATABASE_CONNECTION_URL"] = self.db_url
+        env["PREFECT_SERVER_API_HOST"] = "127.0.0.1"
+        env["PREFECT_SERVER_API_PORT"] = str(self.port)
+        env["PREFECT_UI_ENABLED"] = "false"
+        log = self.tmp / f"server-{time.monotonic_ns()}.log"
+        self.server = start([*prefect_server_cmd(self.port), "--no-ui"], env, log)
+        wait_healthy(f"{self.api_url}/health", self.server, self.startup_s, log)
+
+    def stop_server(self) -> None:
+        if self.server is not None:
+            halt(self.server)
+            self.server = None
+
+    def restart_server(self) -> dict[str, Any]:
+        """Stop the server (SIGTERM) and start it again on the same port and
+        database; the seconds the API was away."""
+        t0 = time.monotonic()
+        self.stop_server()
+        down = time.monotonic()
+        self.start_server()
+        return {"stop_s": round(down - t0, 1), "away_s": round(time.monotonic() - t0, 1)}
 
     def start_worker(self, i: int) -> subprocess.Popen[bytes]:
         cmd = [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--limit", "1"]
@@ -146,31 +181,57 @@ class Stack:
             halt(w)
 
 
+def zombie_automation() -> Any:
+    """Marks a flow run Crashed when its heartbeats stop (its host died and
+    no worker is left to report it); Prefect's documented OSS recipe."""
+    from prefect.automations import Automation
+    from prefect.client.schemas.objects import StateType
+    from prefect.events.actions import ChangeFlowRunState
+    from prefect.events.schemas.automations import EventTrigger, Posture
+    from prefect.events.schemas.events import ResourceSpecification
+
+    ends = ("Completed", "Failed", "Cancelled", "Crashed")
+    return Automation(
+        name="episodic: crash zombie runs",
+        trigger=EventTrigger(
+            after={"prefect.flow-run.heartbeat"},
+            expect={"prefect.flow-run.heartbeat", *(f"prefect.flow-run.{e}" for e in ends)},
+            match=ResourceSpecification({"prefect.resource.id": ["prefect.flow-run.*"]}),
+            for_each={"prefect.resource.id"},
+            posture=Posture.Proactive,
+            threshold=1,
+            within=timedelta(seconds=3 * HEARTBEAT_S),
+        ),
+        actions=[
+            ChangeFlowRunState(
+                name=None, state=StateType.CRASHED, message="no heartbeat", force=False
+            )
+        ],
+    )
+
+
 @contextmanager
 def stack(tmp: Path, startup_s: float = 300.0) -> Iterator[Stack]:
     """PostgreSQL, a Prefect server on it, the work pool and the deployments
     of deployments/prefect.yaml with their schedules paused (runs are made by
-    the caller). Workers are started with Stack.start_worker."""
+    the caller), and the zombie automation. Workers are started with
+    Stack.start_worker."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     with ExitStack() as es:
         db_url = es.enter_context(postgres())
         port = free_port()
-        env = base_env(tmp)
-        env["PREFECT_API_DATABASE_CONNECTION_URL"] = db_url
-        env["PREFECT_SERVER_API_HOST"] = "127.0.0.1"
-        env["PREFECT_SERVER_API_PORT"] = str(port)
-        env["PREFECT_UI_ENABLED"] = "false"
-        log = tmp / "server.log"
-        server = start([*prefect_server_cmd(port), "--no-ui"], env, log)
-        es.callback(halt, server)
-        url = f"http://127.0.0.1:{port}/api"
-        wait_healthy(f"{url}/health", server, startup_s, log)
-        st = Stack(tmp, url, db_url)
+        st = Stack(tmp, f"http://127.0.0.1:{port}/api", db_url, port, startup_s=startup_s)
+        es.callback(st.stop_server)
+        st.start_server()
         es.callback(st.halt_workers)
         st.prefect("work-pool", "create", POOL, "--type", "process", "--overwrite")
         st.prefect("--no-prompt", "deploy", "--all", "--prefect-file", "deployments/prefect.yaml")
-        with _client(url) as c:  # runs come from the caller, not the schedules
+        with _client(st.api_url) as c:  # runs come from the caller, not the schedules
             for name in ("consolidate/consolidate", "reflect/reflect", "maintain/maintain"):
                 c.pause_deployment(c.read_deployment_by_name(name).id)
+        with temporary_settings({PREFECT_API_URL: st.api_url}):
+            zombie_automation().create()
         yield st
 
 
@@ -261,64 +322,236 @@ def _client(api_url: str) -> Any:
     return SyncPrefectClient(api_url)
 
 
+@dataclass
+class Faults:
+    """What one pass breaks while it runs.
+
+    kills: SIGKILLs of running flow-run processes (the worker survives and
+        reports the run Crashed);
+    worker_kills: whole workers SIGKILLed with their flow run, as when a host
+        dies; nothing reports the run, so the zombie automation marks it
+        Crashed when its heartbeats stop, and a new worker takes the place;
+    server_restart: the Prefect server stopped and started again on the same
+        port and database while runs are in flight.
+    Each fault lands on a run that has been RUNNING for a time drawn from
+    [after_s, after_s + spread_s] (seeded), so kills land at different points.
+    A run that ends other than Completed is submitted again for its user."""
+
+    kills: int = 0
+    worker_kills: int = 0
+    server_restart: bool = False
+    after_s: float = 1.0
+    spread_s: float = 3.0
+    seed: int = 0
+
+    def any(self) -> bool:
+        return bool(self.kills or self.worker_kills or self.server_restart)
+
+
+def _ppid(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("PPid:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _owner(st: Stack, pid: int) -> subprocess.Popen[bytes] | None:
+    """The worker whose process tree holds `pid`."""
+    mine = {w.pid: w for w in st.workers if w.poll() is None}
+    while pid > 1:
+        if pid in mine:
+            return mine[pid]
+        pid = _ppid(pid)
+    return None
+
+
+def _running_tasks(c: Any, flow_run_id: Any) -> list[str]:
+    """The task runs of a flow run that Prefect had as RUNNING (as reported,
+    so up to a state report behind): where a kill landed."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    runs = c.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    return sorted(t.name for t in runs if t.state and t.state.type.value == "RUNNING")
+
+
+class _Driver:
+    """Submits one run per user, watches them, injects the faults and
+    resubmits what did not complete."""
+
+    def __init__(
+        self, st: Stack, users: list[str], db_uri: str, faults: Faults, deadline_s: float
+    ) -> None:
+        self.st, self.faults, self.deadline_s = st, faults, deadline_s
+        self.env = {
+            "EPISODIC_DB_URI": db_uri,
+            "EPISODIC_EMBEDDER": "hash",
+            "EPISODIC_LLM": "offline",
+        }
+        self.users = users
+        self.runs: dict[Any, str] = {}
+        self.pending: set[Any] = set()
+        self.running_since: dict[Any, float] = {}
+        self.faulted: dict[Any, dict[str, Any]] = {}  # run -> its fault record
+        self.events: list[dict[str, Any]] = []
+        self.restart: dict[str, Any] | None = None
+        self.dep_id: Any = None
+        self.rng = random.Random(faults.seed)
+        self.wait_s: dict[Any, float] = {}  # run -> how long it runs before a fault
+
+    def submit(self, c: Any, user: str) -> Any:
+        rid = c.create_flow_run_from_deployment(
+            self.dep_id, parameters={"user": user, "flush": True}, job_variables={"env": self.env}
+        ).id
+        self.runs[rid] = user
+        self.pending.add(rid)
+        return rid
+
+    def _count(self, kind: str) -> int:
+        return sum(1 for e in self.events if e["kind"] == kind)
+
+    def _victim(self, c: Any) -> tuple[Any, int] | None:
+        """A run RUNNING for after_s with a live process, of the user with
+        the fewest faults so far (so kills spread over users)."""
+        now = time.monotonic()
+        hits: dict[str, int] = {}
+        last: dict[str, float] = {}
+        for e in self.events:
+            hits[e["user"]] = hits.get(e["user"], 0) + 1
+            last[e["user"]] = e["at"]
+        # a rerun first waits for the killed run's slot lease: a kill then
+        # would not land in the middle of a consolidation
+        f = self.faults
+        quiet_s = LEASE_S + 5.0 + f.after_s
+        for rid in self.running_since:
+            self.wait_s.setdefault(rid, f.after_s + self.rng.uniform(0.0, f.spread_s))
+        ready = [
+            rid
+            for rid, t in self.running_since.items()
+            if rid in self.pending
+            and rid not in self.faulted
+            and now - t >= self.wait_s[rid]
+            and now - last.get(self.runs[rid], -1e9) >= quiet_s
+        ]
+        for rid in sorted(ready, key=lambda r: hits.get(self.runs[r], 0)):
+            pid = c.read_flow_run(rid).infrastructure_pid
+            if pid:
+                return rid, int(str(pid).rsplit(":", 1)[-1])
+        return None
+
+    def _fault(self, c: Any) -> None:
+        f = self.faults
+        kind = None
+        if self._count("worker") < f.worker_kills:
+            kind = "worker"
+        elif self._count("run") < f.kills:
+            kind = "run"
+        elif f.server_restart and self.restart is None:
+            kind = "server"
+        if kind is None:
+            return
+        victim = self._victim(c)
+        if victim is None:
+            return
+        rid, pid = victim
+        if kind == "server":
+            self.restart = self.st.restart_server()
+            self.restart["user"] = self.runs[rid]
+            # a run made after the restart: the workers must find it
+            self.restart["after_run"] = self.submit(c, self.runs[rid])
+            return
+        worker = _owner(self.st, pid) if kind == "worker" else None
+        if kind == "worker" and worker is None:
+            return
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return  # it ended first: not a kill
+        if worker is not None:  # the host dies: the worker's session, at once
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+            self.st.workers.remove(worker)
+            self.st.start_worker(len(self.st.workers) + len(self.events))
+        rec = {
+            "kind": kind,
+            "run": rid,
+            "user": self.runs[rid],
+            "at": time.monotonic(),
+            "during": _running_tasks(c, rid),
+        }
+        self.events.append(rec)
+        self.faulted[rid] = rec
+
+    def _ended(self, c: Any, rid: Any, state: str) -> None:
+        self.pending.discard(rid)
+        self.running_since.pop(rid, None)
+        rec = self.faulted.get(rid)
+        if rec is not None:
+            rec["state"] = state
+            rec["marked_s"] = round(time.monotonic() - rec["at"], 1)
+        if state != "COMPLETED":
+            again = self.submit(c, self.runs[rid])
+            if rec is not None:
+                rec["rerun"] = again
+        for r in self.events:
+            if r.get("rerun") == rid and state == "COMPLETED":
+                r["recovered_s"] = round(time.monotonic() - r["at"], 1)
+        if self.restart is not None and self.restart.get("after_run") == rid:
+            self.restart["after_run_state"] = state
+
+    def run(self) -> dict[str, Any]:
+        started = time.monotonic()
+        with _client(self.st.api_url) as c:
+            self.dep_id = c.read_deployment_by_name(DEPLOYMENT).id
+            for u in self.users:
+                self.submit(c, u)
+            while self.pending and time.monotonic() - started < self.deadline_s:
+                time.sleep(1)
+                for rid in list(self.pending):
+                    try:
+                        fr = c.read_flow_run(rid)
+                    except Exception:  # the server restarting: ask again
+                        continue
+                    state = fr.state.type.value if fr.state else ""
+                    if state == "RUNNING":
+                        self.running_since.setdefault(rid, time.monotonic())
+                    elif state in TERMINAL:
+                        self._ended(c, rid, state)
+                if self.faults.any():
+                    self._fault(c)
+            wall = time.monotonic() - started
+            history = [c.read_flow_run(rid) for rid in self.runs]
+        states = [fr.state.type.value for fr in history if fr.state]
+        spans = [(self.runs[fr.id], fr.start_time, fr.end_time) for fr in history]
+        return {
+            "seconds": round(wall, 2),
+            "runs": len(self.runs),
+            "unfinished": len(self.pending),  # still not ended at the deadline
+            "states": dict(sorted(_count(states).items())),
+            "overlaps": overlaps(spans),
+            "faults": [
+                {k: str(v) if k in ("run", "rerun") else v for k, v in e.items() if k != "at"}
+                for e in self.events
+            ],
+            "server_restart": None
+            if self.restart is None
+            else {k: str(v) if k == "after_run" else v for k, v in self.restart.items()},
+        }
+
+
 def run_users(
-    st: Stack, users: list[str], db_uri: str, *, kill_after_s: float | None = None
+    st: Stack,
+    users: list[str],
+    db_uri: str,
+    faults: Faults | None = None,
+    deadline_s: float = 1800.0,
 ) -> dict[str, Any]:
-    """One consolidate-user run per user (flush), through the workers; with
-    kill_after_s, SIGKILL the first running flow-run process after that long,
-    wait for Prefect to mark it Crashed and run that user again."""
-    env = {"EPISODIC_DB_URI": db_uri, "EPISODIC_EMBEDDER": "hash", "EPISODIC_LLM": "offline"}
-    started = time.monotonic()
-    killed: dict[str, Any] | None = None
-    with _client(st.api_url) as c:
-        dep = c.read_deployment_by_name(DEPLOYMENT)
-
-        def submit(u: str) -> Any:
-            return c.create_flow_run_from_deployment(
-                dep.id, parameters={"user": u, "flush": True}, job_variables={"env": env}
-            ).id
-
-        runs = {submit(u): u for u in users}
-        pending = set(runs)
-        while pending:
-            time.sleep(1)
-            for rid in list(pending):
-                fr = c.read_flow_run(rid)
-                state = fr.state.type.value if fr.state else ""
-                if (
-                    kill_after_s is not None
-                    and killed is None
-                    and state == "RUNNING"
-                    and time.monotonic() - started > kill_after_s
-                    and fr.infrastructure_pid
-                ):
-                    pid = int(str(fr.infrastructure_pid).rsplit(":", 1)[-1])
-                    os.kill(pid, signal.SIGKILL)
-                    killed = {"run": rid, "user": runs[rid], "at": time.monotonic()}
-                if state in TERMINAL:
-                    pending.discard(rid)
-                    if killed and rid == killed["run"]:
-                        killed["state"] = state
-                        killed["marked_s"] = round(time.monotonic() - killed["at"], 1)
-                        again = submit(runs[rid])
-                        runs[again] = runs[rid]
-                        pending.add(again)
-                        killed["rerun"] = again
-                    elif killed and rid == killed.get("rerun"):
-                        killed["recovered_s"] = round(time.monotonic() - killed["at"], 1)
-                        killed["rerun_state"] = state
-        wall = time.monotonic() - started
-        history = [c.read_flow_run(rid) for rid in runs]
-    states = {str(fr.id): fr.state.type.value for fr in history if fr.state}
-    return {
-        "seconds": round(wall, 2),
-        "runs": len(runs),
-        "states": dict(sorted(_count(states.values()).items())),
-        "overlaps": overlaps([(runs[fr.id], fr.start_time, fr.end_time) for fr in history]),
-        "killed": None
-        if killed is None
-        else {k: str(v) if k in ("run", "rerun") else v for k, v in killed.items() if k != "at"},
-    }
+    """One consolidate-user run per user (flush), through the workers, with
+    `faults` injected; a run that does not complete is run again. Gives up
+    after deadline_s and reports the runs still unfinished."""
+    return _Driver(st, users, db_uri, faults or Faults(), deadline_s).run()
 
 
 def _count(values: Any) -> dict[str, int]:
@@ -344,55 +577,77 @@ def overlaps(runs: list[tuple[str, datetime | None, datetime | None]]) -> int:
     return n
 
 
+def _pass(
+    st: Stack, n: int, label: str, faults: Faults, rows: list[dict[str, Any]], base: Path
+) -> dict[str, Any]:
+    """One pass with `n` workers over a fresh copy of the corpus."""
+    while len([w for w in st.workers if w.poll() is None]) < n:
+        st.start_worker(len(st.workers))
+    for w in st.workers[n:]:
+        halt(w)
+    st.workers = st.workers[:n]
+    names = sorted({r["user_id"] for r in rows})
+    db = str(base / f"lancedb-{n}-{label}")
+    ingest_corpus(db, rows, base)
+    res = run_users(st, names, db, faults)
+    res["pass"] = label
+    state = end_state(db, names)
+    res.update(
+        workers=n,
+        turns_per_s=round(len(rows) / res["seconds"], 1),
+        lost=state["lost"],
+        duplicates=state["duplicates"],
+        episodes=state["episodes"],
+    )
+    return res
+
+
 def scale_out(
     workers: tuple[int, ...] = (1, 2),
-    users: int = 6,
+    users: int = 12,
     streams: int = 2,
     turns: int = 60,
-    kill: bool = True,
+    faults: Faults | None = None,
+    restart: bool = True,
     tmp: Path | None = None,
     clean: bool = True,
 ) -> dict[str, Any]:
-    """The figures of `episodic bench scale-out --json`."""
+    """The figures of `episodic bench scale-out --json`: a clean pass per
+    worker count, a pass at the largest count with `faults` (default: 10
+    flow-run kills and 1 whole-worker kill) and, with `restart`, a pass
+    during which the Prefect server restarts. Every pass is compared with
+    the uninterrupted reference."""
+    faults = Faults(kills=10, worker_kills=1) if faults is None else faults
     base = Path(tempfile.mkdtemp(prefix="episodic-scale-", dir=tmp))
     rows = synthetic_corpus(users, streams, turns)
     names = sorted({r["user_id"] for r in rows})
     out: dict[str, Any] = {"users": users, "streams": users * streams, "turns": len(rows)}
+    top = max(workers)
+    cases = [(n, "clean", Faults()) for n in workers if clean]
+    cases += [(top, "faults", faults)] if faults.any() else []
+    cases += [(top, "restart", Faults(server_restart=True))] if restart else []
+    passes = []
     try:
         with stack(base) as st:
             ref_db = str(base / "lancedb-reference")
             ingest_corpus(ref_db, rows, base)
             ref = reference_state(st.api_url, ref_db, names)
-            reference = ref["episodes"]
             out["reference"] = {"lost": ref["lost"], "duplicates": ref["duplicates"]}
-            passes = []
-            cases = [(n, False) for n in workers if clean]
-            cases += [(max(workers), True)] if kill else []
-            for n, with_kill in cases:
-                while len([w for w in st.workers if w.poll() is None]) < n:
-                    st.start_worker(len(st.workers))
-                for w in st.workers[n:]:
-                    halt(w)
-                st.workers = st.workers[:n]
-                db = str(base / f"lancedb-{n}-{'kill' if with_kill else 'clean'}")
-                ingest_corpus(db, rows, base)
-                res = run_users(st, names, db, kill_after_s=5.0 if with_kill else None)
-                state = end_state(db, names)
-                res.update(
-                    workers=n,
-                    kill=with_kill,
-                    turns_per_s=round(len(rows) / res["seconds"], 1),
-                    lost=state["lost"],
-                    duplicates=state["duplicates"],
-                    equals_reference=state["episodes"] == reference,
-                )
+            for n, label, f in cases:
+                res = _pass(st, n, label, f, rows, base)
+                res["equals_reference"] = res.pop("episodes") == ref["episodes"]
                 passes.append(res)
-            out["passes"] = passes
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    out["lost"] = sum(p["lost"] for p in out["passes"])
-    out["duplicates"] = sum(p["duplicates"] for p in out["passes"])
-    out["overlaps"] = sum(p["overlaps"] for p in out["passes"])
+    out["passes"] = passes
+    for key in ("lost", "duplicates", "overlaps"):
+        out[key] = sum(p[key] for p in passes)
+    out["kills"] = sum(1 for p in passes for e in p["faults"] if e["kind"] == "run")
+    out["worker_kills"] = sum(1 for p in passes for e in p["faults"] if e["kind"] == "worker")
+    speed = {p["workers"]: p["turns_per_s"] for p in passes if p["pass"] == "clean"}
+    if len(speed) > 1:
+        lo, hi = min(speed), max(speed)
+        out["speedup"] = round(speed[hi] / speed[lo], 2) if speed[lo] else None
     return out
 
 

@@ -1,7 +1,8 @@
 """The scale-out path, run: PostgreSQL in a temporary cluster, `prefect server
 start` on it, a process work pool, deployments/prefect.yaml deployed, two
 `prefect worker start` processes; a multi-user corpus consolidated through
-per-user runs, a flow run's process killed with SIGKILL in the middle.
+per-user runs, flow-run processes and a whole worker killed with SIGKILL in
+the middle, and the Prefect server restarted during a pass.
 Figures come from bench/scale_out.py's report (the same as `--json`)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.scale_out import pg_bin, scale_out
+from bench.scale_out import Faults, pg_bin, scale_out
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -29,22 +30,40 @@ def _postgres_available() -> bool:
 
 
 @pytest.mark.skipif(not _postgres_available(), reason="PostgreSQL binaries or asyncpg missing")
-def test_two_workers_on_postgres_survive_a_kill(tmp_path: Path) -> None:
+def test_two_workers_on_postgres_survive_kills_and_a_server_restart(tmp_path: Path) -> None:
     # the uninterrupted end state comes from an in-process run of each user
-    # (rep["reference"]); the workers' pass with a kill is compared with it
+    # (rep["reference"]); every pass through the workers is compared with it
     rep = scale_out(
-        workers=(2,), users=3, streams=2, turns=24, kill=True, tmp=tmp_path, clean=False
+        workers=(2,),
+        users=3,
+        streams=2,
+        turns=24,
+        faults=Faults(kills=2, worker_kills=1),
+        restart=True,
+        tmp=tmp_path,
+        clean=False,
     )
-    (killed,) = rep["passes"]
+    faulted, restarted = rep["passes"]
     assert rep["turns"] == 3 * 2 * 24
     assert rep["reference"] == {"lost": 0, "duplicates": 0}
-    # the kill landed on a running flow run; Prefect marked it Crashed and the
-    # rerun of that user completed
-    k = killed["killed"]
-    assert k is not None and k["state"] == "CRASHED", killed
-    assert k["rerun_state"] == "COMPLETED"
-    assert killed["states"] == {"COMPLETED": 3, "CRASHED": 1}
+    # two flow-run processes killed (the worker reports them Crashed) and one
+    # whole worker killed with its run (the zombie automation marks it
+    # Crashed when its heartbeats stop); each user's rerun completed
+    kinds = sorted(f["kind"] for f in faulted["faults"])
+    assert kinds == ["run", "run", "worker"], faulted
+    for f in faulted["faults"]:
+        assert f["state"] == "CRASHED", f
+        assert f["recovered_s"] > 0, f
+    assert faulted["states"] == {"COMPLETED": 3, "CRASHED": 3}
+    assert faulted["unfinished"] == 0
+    # the server went away mid-run and came back on the same database: the
+    # workers picked the remaining runs up and every user completed
+    back = restarted["server_restart"]
+    assert back is not None and back["away_s"] > 0, restarted
+    # a run made after the restart was found and run by the same workers
+    assert back["after_run_state"] == "COMPLETED", back
+    assert restarted["unfinished"] == 0 and restarted["states"] == {"COMPLETED": 4}, restarted
     # the end state equals the uninterrupted run's: nothing lost or doubled
-    assert killed["lost"] == 0 and killed["duplicates"] == 0
-    assert killed["equals_reference"] is True
+    for p in (faulted, restarted):
+        assert p["lost"] == 0 and p["duplicates"] == 0 and p["equals_reference"] is True, p
     assert rep["overlaps"] == 0 and rep["lost"] == 0 and rep["duplicates"] == 0
