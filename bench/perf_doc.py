@@ -27,6 +27,7 @@ ORDER = (
     "incremental",
     "streams",
     "embed-backends",
+    "embed-default",
     "api",
     "llm",
     "scale-out",

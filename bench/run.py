@@ -25,7 +25,9 @@ def run_bench(
     """`turns` scales the benchmarks built on realistic turns (pipeline,
     reference, embed-backends) and the memory sizes; None keeps the defaults.
     `workers` are the worker counts of `scale-out` (not part of `all`: it
-    starts PostgreSQL, a Prefect server and workers)."""
+    starts PostgreSQL, a Prefect server and workers). `embed-default` (not
+    part of `all` either: both embedders over every dev set) decides the
+    default embedder."""
     if name == "scale-out":
         from bench.scale_out import scale_out
 
@@ -81,6 +83,10 @@ def run_bench(
         from bench.embed_backends import bench_embed_backends
 
         return bench_embed_backends() if turns is None else bench_embed_backends(turns=turns)
+    if name == "embed-default":
+        from bench.embed_default import bench_embed_default
+
+        return bench_embed_default() if turns is None else bench_embed_default(turns=turns)
     if name == "all":
         out: dict[str, Any] = {}
         for n in NAMES:
@@ -94,4 +100,5 @@ def run_bench(
             else:
                 out[n] = run_bench(n, turns)
         return out
-    raise SystemExit(f"unknown benchmark {name!r}; known: {', '.join(NAMES)}, all")
+    known = ", ".join((*NAMES, "all", "scale-out", "embed-default"))
+    raise SystemExit(f"unknown benchmark {name!r}; known: {known}")

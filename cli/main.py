@@ -128,14 +128,20 @@ def ingest(
 def consolidate(
     user: str | None = typer.Option(None, "--user"),
     flush: bool = typer.Option(False, "--flush", help="also close every open episode"),
+    shard: str | None = typer.Option(
+        None, "--shard", help="I/N: only the users of that shard (N runs on N workers)"
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Run the consolidate flow now (ephemeral Prefect API, or PREFECT_API_URL)."""
+    from episodic.shards import Shard
     from flows.consolidate import consolidate as flow
 
+    if shard is not None:
+        Shard.parse(shard)  # a bad one is a usage error before Prefect starts
     with spinner("consolidating", show_progress(as_json)):
         # a finished flow call gives its result: the summary, even on "nothing to do"
-        summary = cast(dict[str, Any], flow(user=user, flush=flush))
+        summary = cast(dict[str, Any], flow(user=user, flush=flush, shard=shard))
     if as_json:
         print_json(summary)
         return
@@ -484,7 +490,8 @@ def eval_locomo(
 def bench(
     name: str = typer.Argument(
         ...,
-        help="segment|pipeline|incremental|retrieval|memory|reference|embed-backends|llm|all|scale-out",
+        help="segment|pipeline|incremental|retrieval|memory|reference|embed-backends|llm|all"
+        "|scale-out|embed-default",
     ),
     as_json: bool = typer.Option(False, "--json"),
     turns: int | None = typer.Option(None, "--turns", help="scale down (smoke runs)"),
