@@ -49,8 +49,10 @@ def apply_cmd(
     path: Path | None = typer.Option(None, "--file", help="default: deployments/automations.yaml"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Create or update the automations of deployments/automations.yaml by
-    name (applying twice leaves one of each), notifying the named block."""
+    """Create or update the automations of deployments/automations.yaml.
+
+    By name: applying twice leaves one of each. Notifications go to the
+    named block."""
     from prefect.client.orchestration import get_client
 
     from cli import automations
@@ -84,9 +86,10 @@ def block_cmd(
     name: str = typer.Option("episodic-alerts", "--name", help="the block's name"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Save the notification block the automations send to (overwrites one of
-    the same name). For e-mail, make a Sendgrid Email block in Prefect's UI
-    and `episodic alerts apply --block sendgrid-email/NAME`."""
+    """Save the notification block the alerts go to (Slack or a webhook).
+
+    It overwrites a block of the same name. For e-mail, make a Sendgrid Email
+    block in Prefect's UI and `episodic alerts apply --block sendgrid-email/NAME`."""
     from cli import automations
 
     if (slack is None) == (webhook is None):
