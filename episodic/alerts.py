@@ -26,13 +26,19 @@ class StreamLag:
     head_seq: int
 
 
-def lagging(lags: Iterable[StreamLag], threshold: int) -> list[StreamLag]:
-    """The streams whose lag is above `threshold`; none when it is 0 (off)."""
+MAX_STREAMS = 20  # per poll: a bulk import of many users is not a page of alerts
+
+
+def lagging(lags: Iterable[StreamLag], threshold: int, limit: int = MAX_STREAMS) -> list[StreamLag]:
+    """The streams whose lag is above `threshold`, most behind first, at most
+    `limit` of them; none when the threshold is 0 (off)."""
     if threshold < 0:
         raise ValueError(f"threshold must be >= 0, got {threshold}")
     if threshold == 0:
         return []
-    return [x for x in lags if x.unprocessed_turns > threshold]
+    behind = [x for x in lags if x.unprocessed_turns > threshold]
+    behind.sort(key=lambda x: (-x.unprocessed_turns, x.user_id, x.stream_id))
+    return behind[:limit]
 
 
 def lag_event(lag: StreamLag, threshold: int, oldest_age_s: float | None = None) -> dict[str, Any]:

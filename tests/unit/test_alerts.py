@@ -10,7 +10,7 @@ from uuid import uuid4
 import pytest
 
 from cli.automations import build, spec
-from episodic.alerts import LAG_EVENT, StreamLag, lag_event, lagging
+from episodic.alerts import LAG_EVENT, MAX_STREAMS, StreamLag, lag_event, lagging
 from episodic.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +23,10 @@ def _lag(sid: str, turns: int) -> StreamLag:
 def test_lagging_is_strictly_above_the_threshold_and_zero_is_off() -> None:
     lags = [_lag("a", 4), _lag("b", 5), _lag("c", 6), _lag("d", 0)]
     assert [x.stream_id for x in lagging(lags, 5)] == ["c"]
-    assert [x.stream_id for x in lagging(lags, 3)] == ["a", "b", "c"]
+    assert [x.stream_id for x in lagging(lags, 3)] == ["c", "b", "a"]  # most behind first
+    assert [x.stream_id for x in lagging(lags, 3, limit=2)] == ["c", "b"]
+    many = [_lag(f"s{i:03}", 10 + i) for i in range(100)]
+    assert len(lagging(many, 5)) == MAX_STREAMS
     assert lagging(lags, 0) == []
     with pytest.raises(ValueError, match="threshold"):
         lagging(lags, -1)
