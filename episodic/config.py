@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from episodic.errors import ConfigError
 from episodic.segment.config import DEFAULTS, DetectorConfig
@@ -28,6 +28,8 @@ from episodic.segment.config import DEFAULTS, DetectorConfig
 PREFIX = "EPISODIC_"
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# storage option keys that hold a secret (kept out of EPISODIC_* settings)
+_CREDENTIAL_WORDS = ("secret", "token", "password", "access_key", "account_key", "credential")
 
 
 class HomeSettings(BaseSettings):
@@ -43,6 +45,11 @@ class HomeSettings(BaseSettings):
 
 class Settings(HomeSettings):
     db_uri: str | None = None
+    # LanceDB's object-store options for an s3:// (gs://, az://) db_uri, as JSON
+    # or one key at a time (EPISODIC_DB_STORAGE_OPTIONS__ENDPOINT=...); e.g.
+    # {"endpoint": "http://127.0.0.1:9000", "allow_http": "true"}. Credentials
+    # stay in the provider's own variables (AWS_ACCESS_KEY_ID, ...), never here.
+    db_storage_options: dict[str, str] = Field(default_factory=dict)
 
     llm: Literal["offline", "anthropic", "openai"] | None = None
     llm_model: str | None = None
@@ -88,6 +95,20 @@ class Settings(HomeSettings):
     @classmethod
     def _blank_key_is_none(cls, v: Any) -> Any:
         return None if isinstance(v, str) and not v.strip() else v
+
+    @field_validator("db_storage_options", mode="before")
+    @classmethod
+    def _no_credentials_in_options(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            for k in v:
+                if any(word in str(k).lower() for word in _CREDENTIAL_WORDS):
+                    raise ValueError(
+                        f"{k!r} is a credential: set it in the provider's own variable "
+                        "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN)"
+                    )
+            # "allow_http": true in JSON means "true" to LanceDB
+            return {k: str(x).lower() if isinstance(x, bool) else x for k, x in v.items()}
+        return v
 
     @field_validator("segment", mode="before")
     @classmethod
@@ -139,6 +160,9 @@ def load_settings() -> Settings:
         return Settings()
     except ValidationError as e:
         raise config_error(e) from None
+    except SettingsError as e:  # a JSON value that does not parse; its text is not echoed
+        field = str(e).split('"')[1] if str(e).count('"') >= 2 else "settings"
+        raise ConfigError(f"{PREFIX}{field.upper()}", "is not valid JSON") from None
 
 
 def config_error(e: ValidationError) -> ConfigError:

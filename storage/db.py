@@ -20,7 +20,9 @@ log = logging.getLogger(__name__)
 # scalar indexes that make per-user prefilters fast (BTree on user_id: ~10x)
 SCALAR_INDEXES: dict[str, tuple[str, ...]] = {
     "raw_turns": ("user_id", "stream_id", "seq", "turn_id"),
-    "turn_vectors": ("key",),
+    # user_id: the cosine channel's prefilter; without it a search reads every
+    # user's vectors (12-18 s a query at 1M turns, docs/perf/notes.md)
+    "turn_vectors": ("key", "user_id"),
     "episodes": ("user_id", "stream_id", "episode_id"),
     "facts": ("user_id", "fact_id"),
     "fact_history": ("user_id", "fact_id"),
@@ -36,7 +38,13 @@ FTS_COLUMNS: dict[str, str] = {"episodes": "text", "facts": "text", "reflections
 class Store:
     """Opens tables lazily; every repository takes a Store."""
 
-    def __init__(self, uri: str, dim: int = 384, cache_mb: int = DEFAULT_CACHE_MB) -> None:
+    def __init__(
+        self,
+        uri: str,
+        dim: int = 384,
+        cache_mb: int = DEFAULT_CACHE_MB,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
         self.uri = uri
         self.dim = dim
         if "://" not in uri:
@@ -49,8 +57,17 @@ class Store:
             index_cache_size_bytes=cache_mb * mib * 3 // 4,
             metadata_cache_size_bytes=cache_mb * mib // 4,
         )
-        # timedelta(0): every read sees other processes' committed writes
-        self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0), session=session)
+        # timedelta(0): every read sees other processes' committed writes (on
+        # object storage that is one listing of _versions/ per read).
+        # storage_options: the object store's endpoint, region... (never
+        # credentials: LanceDB reads those from AWS_* itself). Concurrent
+        # commits on S3 are safe through conditional PUT: docs/operate.md.
+        self.db = lancedb.connect(
+            uri,
+            read_consistency_interval=timedelta(0),
+            session=session,
+            storage_options=dict(storage_options) if storage_options else None,
+        )
         self._tables: dict[str, Any] = {}
 
     def table(self, name: str) -> Any:
@@ -203,4 +220,6 @@ def _fragments(tbl: Any) -> int:
 
 def open_store(settings: Settings | None = None, dim: int = 384) -> Store:
     s = settings or load_settings()
-    return Store(s.database_uri, dim=dim, cache_mb=s.lance_cache_mb)
+    return Store(
+        s.database_uri, dim=dim, cache_mb=s.lance_cache_mb, storage_options=s.db_storage_options
+    )

@@ -22,7 +22,7 @@ from typing import Any
 
 from episodic.config import Settings, load_settings
 from episodic.stages import StageClock
-from storage.db import Store
+from storage.db import Store, open_store
 from storage.episodes import Episodes
 from storage.facts import Facts
 from storage.raw import RawLog
@@ -86,7 +86,7 @@ def build_runtime(settings: Settings) -> Runtime:
     from episodic.embed import make_embedder
 
     embedder = make_embedder(settings.embedder)
-    store = Store(settings.database_uri, dim=embedder.dim, cache_mb=settings.lance_cache_mb)
+    store = open_store(settings, dim=embedder.dim)
     return Runtime(settings=settings, store=store, embedder=embedder)
 
 
