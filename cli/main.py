@@ -124,21 +124,33 @@ def ingest(
     raise typer.Exit(1 if report.rejected else 0)
 
 
+def _check_shard(value: str | None) -> str | None:
+    """A bad --shard is a usage error before Prefect starts."""
+    from episodic.shards import Shard
+
+    if value is not None:
+        try:
+            Shard.parse(value)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+    return value
+
+
 @app.command()
 def consolidate(
     user: str | None = typer.Option(None, "--user"),
     flush: bool = typer.Option(False, "--flush", help="also close every open episode"),
     shard: str | None = typer.Option(
-        None, "--shard", help="I/N: only the users of that shard (N runs on N workers)"
+        None,
+        "--shard",
+        help="I/N: only the users of that shard (N runs on N workers)",
+        callback=_check_shard,
     ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Run the consolidate flow now (ephemeral Prefect API, or PREFECT_API_URL)."""
-    from episodic.shards import Shard
     from flows.consolidate import consolidate as flow
 
-    if shard is not None:
-        Shard.parse(shard)  # a bad one is a usage error before Prefect starts
     with spinner("consolidating", show_progress(as_json)):
         # a finished flow call gives its result: the summary, even on "nothing to do"
         summary = cast(dict[str, Any], flow(user=user, flush=flush, shard=shard))

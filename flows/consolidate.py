@@ -16,6 +16,7 @@ from prefect.states import Completed
 from episodic.alerts import StreamLag
 from episodic.llm.prices import estimated_cost_usd
 from episodic.models import now_utc, stable_id
+from episodic.shards import Shard
 from episodic.vocab import Stage
 from storage.lease import user_lease
 from tasks.alerts import emit_lag_alerts
@@ -139,12 +140,14 @@ def maybe_reflect_user(user_id: str) -> dict[str, Any] | None:
 
 @flow(name="consolidate", flow_run_name=from_params("consolidate"), log_prints=True)
 def consolidate(
-    user: str | None = None, flush: bool = False, plot: bool = False
+    user: str | None = None, flush: bool = False, plot: bool = False, shard: str | None = None
 ) -> dict[str, Any] | State[Any]:
     """Segment new turns into episodes, score them, merge their facts, reflect when due.
 
     `flush` closes every open episode too (end of a replay); `plot` redraws
-    each processed user's timeline picture (off by default: it replays the stream)."""
+    each processed user's timeline picture (off by default: it replays the
+    stream); `shard` ("I/N") keeps only the users of that shard
+    (episodic/shards.py), for N runs on N workers."""
     started = time.monotonic()
     began: datetime = now_utc()
     rt = get_runtime()
@@ -152,7 +155,10 @@ def consolidate(
     usage_before = rt.provider.usage.as_dict()
     wait_before = _llm_wait(rt)
     stages_before = rt.stages.snapshot()
+    part = Shard.parse(shard) if shard is not None else None  # a bad one fails first
     todo = _work(user, flush)
+    if part is not None:
+        todo = {uid: s for uid, s in todo.items() if part.holds(uid)}
     if not todo and not plot:
         summary = summarise({}, {}, time.monotonic() - started, began)
         logger.info("nothing to do")
