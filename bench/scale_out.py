@@ -378,11 +378,17 @@ def _running_tasks(c: Any, flow_run_id: Any) -> list[str]:
 
 
 class _Driver:
-    """Submits one run per user, watches them, injects the faults and
-    resubmits what did not complete."""
+    """Submits one run per unit (a user, or a shard of users), watches them,
+    injects the faults and resubmits what did not complete. Runs are keyed by
+    their unit's label, which stands in for the user in the fault records."""
 
     def __init__(
-        self, st: Stack, users: list[str], db_uri: str, faults: Faults, deadline_s: float
+        self,
+        st: Stack,
+        units: dict[str, dict[str, Any]],
+        db_uri: str,
+        faults: Faults,
+        deadline_s: float,
     ) -> None:
         self.st, self.faults, self.deadline_s = st, faults, deadline_s
         self.env = {
@@ -390,7 +396,7 @@ class _Driver:
             "EPISODIC_EMBEDDER": "hash",
             "EPISODIC_LLM": "offline",
         }
-        self.users = users
+        self.units = units  # label -> the flow run's parameters
         self.runs: dict[Any, str] = {}
         self.pending: set[Any] = set()
         self.running_since: dict[Any, float] = {}
@@ -401,11 +407,13 @@ class _Driver:
         self.rng = random.Random(faults.seed)
         self.wait_s: dict[Any, float] = {}  # run -> how long it runs before a fault
 
-    def submit(self, c: Any, user: str) -> Any:
+    def submit(self, c: Any, unit: str) -> Any:
         rid = c.create_flow_run_from_deployment(
-            self.dep_id, parameters={"user": user, "flush": True}, job_variables={"env": self.env}
+            self.dep_id,
+            parameters={**self.units[unit], "flush": True},
+            job_variables={"env": self.env},
         ).id
-        self.runs[rid] = user
+        self.runs[rid] = unit
         self.pending.add(rid)
         return rid
 
@@ -505,8 +513,8 @@ class _Driver:
         started = time.monotonic()
         with _client(self.st.api_url) as c:
             self.dep_id = c.read_deployment_by_name(DEPLOYMENT).id
-            for u in self.users:
-                self.submit(c, u)
+            for unit in self.units:
+                self.submit(c, unit)
             while self.pending and time.monotonic() - started < self.deadline_s:
                 time.sleep(1)
                 for rid in list(self.pending):
@@ -547,11 +555,18 @@ def run_users(
     db_uri: str,
     faults: Faults | None = None,
     deadline_s: float = 1800.0,
+    shards: int = 0,
 ) -> dict[str, Any]:
-    """One consolidate-user run per user (flush), through the workers, with
+    """One consolidate-user run per user (flush), or with `shards` one run
+    per shard of the users (`--shard I/N`), through the workers, with
     `faults` injected; a run that does not complete is run again. Gives up
     after deadline_s and reports the runs still unfinished."""
-    return _Driver(st, users, db_uri, faults or Faults(), deadline_s).run()
+    units: dict[str, dict[str, Any]] = (
+        {f"shard-{i}/{shards}": {"shard": f"{i}/{shards}"} for i in range(shards)}
+        if shards
+        else {u: {"user": u} for u in users}
+    )
+    return _Driver(st, units, db_uri, faults or Faults(), deadline_s).run()
 
 
 def _count(values: Any) -> dict[str, int]:
@@ -578,7 +593,13 @@ def overlaps(runs: list[tuple[str, datetime | None, datetime | None]]) -> int:
 
 
 def _pass(
-    st: Stack, n: int, label: str, faults: Faults, rows: list[dict[str, Any]], base: Path
+    st: Stack,
+    n: int,
+    label: str,
+    faults: Faults,
+    rows: list[dict[str, Any]],
+    base: Path,
+    shards: int = 0,
 ) -> dict[str, Any]:
     """One pass with `n` workers over a fresh copy of the corpus."""
     while len([w for w in st.workers if w.poll() is None]) < n:
@@ -589,8 +610,9 @@ def _pass(
     names = sorted({r["user_id"] for r in rows})
     db = str(base / f"lancedb-{n}-{label}")
     ingest_corpus(db, rows, base)
-    res = run_users(st, names, db, faults)
+    res = run_users(st, names, db, faults, shards=shards)
     res["pass"] = label
+    res["runs_per"] = f"shard of {shards}" if shards else "user"
     state = end_state(db, names)
     res.update(
         workers=n,
@@ -611,9 +633,12 @@ def scale_out(
     restart: bool = True,
     tmp: Path | None = None,
     clean: bool = True,
+    sharded: bool = True,
 ) -> dict[str, Any]:
     """The figures of `episodic bench scale-out --json`: a clean pass per
-    worker count, a pass at the largest count with `faults` (default: 10
+    worker count with one run per user and, with `sharded`, one with one run
+    per shard (as many shards as the largest worker count, so each run pays
+    its process start once); a pass at the largest count with `faults` (default: 10
     flow-run kills and 1 whole-worker kill) and, with `restart`, a pass
     during which the Prefect server restarts. Every pass is compared with
     the uninterrupted reference."""
@@ -623,9 +648,10 @@ def scale_out(
     names = sorted({r["user_id"] for r in rows})
     out: dict[str, Any] = {"users": users, "streams": users * streams, "turns": len(rows)}
     top = max(workers)
-    cases = [(n, "clean", Faults()) for n in workers if clean]
-    cases += [(top, "faults", faults)] if faults.any() else []
-    cases += [(top, "restart", Faults(server_restart=True))] if restart else []
+    cases = [(n, "clean", Faults(), 0) for n in workers if clean]
+    cases += [(n, "clean", Faults(), top) for n in workers if clean and sharded]
+    cases += [(top, "faults", faults, 0)] if faults.any() else []
+    cases += [(top, "restart", Faults(server_restart=True), 0)] if restart else []
     passes = []
     try:
         with stack(base) as st:
@@ -633,8 +659,8 @@ def scale_out(
             ingest_corpus(ref_db, rows, base)
             ref = reference_state(st.api_url, ref_db, names)
             out["reference"] = {"lost": ref["lost"], "duplicates": ref["duplicates"]}
-            for n, label, f in cases:
-                res = _pass(st, n, label, f, rows, base)
+            for n, label, f, shards in cases:
+                res = _pass(st, n, f"{label}-sharded" if shards else label, f, rows, base, shards)
                 res["equals_reference"] = res.pop("episodes") == ref["episodes"]
                 passes.append(res)
     finally:
@@ -644,10 +670,11 @@ def scale_out(
         out[key] = sum(p[key] for p in passes)
     out["kills"] = sum(1 for p in passes for e in p["faults"] if e["kind"] == "run")
     out["worker_kills"] = sum(1 for p in passes for e in p["faults"] if e["kind"] == "worker")
-    speed = {p["workers"]: p["turns_per_s"] for p in passes if p["pass"] == "clean"}
-    if len(speed) > 1:
-        lo, hi = min(speed), max(speed)
-        out["speedup"] = round(speed[hi] / speed[lo], 2) if speed[lo] else None
+    for key, label in (("speedup", "clean"), ("speedup_sharded", "clean-sharded")):
+        speed = {p["workers"]: p["turns_per_s"] for p in passes if p["pass"] == label}
+        if len(speed) > 1:
+            lo, hi = min(speed), max(speed)
+            out[key] = round(speed[hi] / speed[lo], 2) if speed[lo] else None
     return out
 
 
