@@ -138,6 +138,7 @@ class Stack:
     server: subprocess.Popen[bytes] | None = None
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     startup_s: float = 300.0
+    started: int = 0
 
     def env(self) -> dict[str, str]:
         return base_env(self.tmp, self.api_url)
@@ -169,10 +170,12 @@ class Stack:
         self.start_server()
         return {"stop_s": round(down - t0, 1), "away_s": round(time.monotonic() - t0, 1)}
 
-    def start_worker(self, i: int) -> subprocess.Popen[bytes]:
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        """A new worker, named (and logged) by how many came before it."""
+        name = f"worker-{self.started}"
+        self.started += 1
         cmd = [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--limit", "1"]
-        cmd += ["--name", f"worker-{i}-{len(self.workers)}"]
-        w = start(cmd, self.env(), self.tmp / f"worker-{i}-{len(self.workers)}.log")
+        w = start([*cmd, "--name", name], self.env(), self.tmp / f"{name}.log")
         self.workers.append(w)
         return w
 
@@ -481,7 +484,7 @@ class _Driver:
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()
             self.st.workers.remove(worker)
-            self.st.start_worker(len(self.st.workers) + len(self.events))
+            self.st.start_worker()
         rec = {
             "kind": kind,
             "run": rid,
@@ -603,7 +606,7 @@ def _pass(
 ) -> dict[str, Any]:
     """One pass with `n` workers over a fresh copy of the corpus."""
     while len([w for w in st.workers if w.poll() is None]) < n:
-        st.start_worker(len(st.workers))
+        st.start_worker()
     for w in st.workers[n:]:
         halt(w)
     st.workers = st.workers[:n]
