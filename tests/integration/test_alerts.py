@@ -51,6 +51,9 @@ class Receiver:
         while time.monotonic() < deadline:
             for body in list(self.bodies):
                 if match(body):
+                    print(
+                        f"notified after {NOTIFY_S - (deadline - time.monotonic()):.0f} s: {body}"
+                    )
                     return body
             time.sleep(1.0)
         raise AssertionError(f"no matching notification in {NOTIFY_S} s: {self.bodies}")
@@ -137,7 +140,7 @@ def test_a_failed_consolidate_run_is_notified(
         lambda b: "consolidate" in b.get("subject", "") and "Failed" in b["subject"]
     )
     assert runs[0]["name"] in body["subject"]
-    assert "Failed" in body["body"]
+    assert "Failed" in body["body"] and runs[0]["id"] in body["body"]
 
 
 def test_a_lagging_stream_is_notified(
