@@ -30,7 +30,9 @@ from tasks.steps import merge_facts, score_salience, segment_streams
 SALIENCE_CHUNK = 500  # one read and one write per chunk: fewer, larger writes
 
 
-def _work(user: str | None, flush: bool = False) -> dict[str, list[tuple[str, int]]]:
+def _work(
+    user: str | None, flush: bool = False, part: Shard | None = None
+) -> dict[str, list[tuple[str, int]]]:
     """Streams with turns above their watermark or an open episode the idle
     close (or `flush`) would close now, and users with episodes still to score
     or merge. Reads only (and emits the lag alert, tasks/alerts.py): an idle
@@ -49,7 +51,8 @@ def _work(user: str | None, flush: bool = False) -> dict[str, list[tuple[str, in
             todo.setdefault(h.user_id, []).append((h.stream_id, h.head_seq))
         elif has_open:
             waiting.setdefault(h.user_id, {})[h.stream_id] = h.head_seq
-    emit_lag_alerts(rt, lags)  # EPISODIC_ALERT_LAG_TURNS
+    # EPISODIC_ALERT_LAG_TURNS; a shard's run reports only its own users
+    emit_lag_alerts(rt, [x for x in lags if part is None or part.holds(x.user_id)])
     now = now_utc()
     for uid, heads in waiting.items():
         for sid in idle_due(rt, uid, sorted(heads), now):
@@ -156,7 +159,7 @@ def consolidate(
     wait_before = _llm_wait(rt)
     stages_before = rt.stages.snapshot()
     part = Shard.parse(shard) if shard is not None else None  # a bad one fails first
-    todo = _work(user, flush)
+    todo = _work(user, flush, part)
     if part is not None:
         todo = {uid: s for uid, s in todo.items() if part.holds(uid)}
     if not todo and not plot:
