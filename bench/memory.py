@@ -60,6 +60,12 @@ def bench_memory(sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
             rows.append({"turns": n, **got})
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+    return summarise(rows)
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The result over the runs (one per N, smallest first): the peak, the
+    growth from the smallest N to the largest, and both beside their targets."""
     peaks = [r["peak_rss_mb"] for r in rows]
     growth = peaks[-1] / peaks[0] if peaks and peaks[0] else None
     res: dict[str, Any] = {
@@ -110,6 +116,7 @@ def _main(argv: list[str]) -> None:
                 "seconds": round(seconds, 1),
                 "turns_processed": summary["turns_processed"],
                 "episodes": summary["episodes_closed"],
+                "load_avg_1m": machine().get("load_avg_1m"),  # the machine is shared
             }
         )
     )

@@ -23,6 +23,7 @@ import numpy as np
 from episodic.facts import CandidateSet, ExistingFact, FactTurn, decide, extract_facts
 from episodic.models import Episode, Turn, now_utc
 from episodic.vocab import FactsState
+from storage.allocator import release
 from storage.facts import PlannedFact, new_fact_id
 from storage.lease import user_lease
 from tasks import digests
@@ -202,6 +203,7 @@ def merge_pending(rt: Runtime, user_id: str, now: datetime | None = None) -> Fac
         try:
             for i in range(0, len(pending), FACT_WINDOW):
                 _merge_window(rt, user_id, pending[i : i + FACT_WINDOW], now, done, out)
+                release()  # the window's turns and facts, freed, back to the OS
         finally:
             # episodes finished before an error are really done: keep that
             flush_done(rt, user_id, done)

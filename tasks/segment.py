@@ -28,6 +28,7 @@ from episodic.segment.clock import CLAMPED_KEY, segment_time
 from episodic.segment.judge import make_judge
 from episodic.segment.types import ClosedSegment, Judge, SegTurn
 from episodic.vocab import Stage
+from storage.allocator import release
 from storage.raw_ranges import read_ranges
 from storage.state import Checkpoint
 from tasks.crashpoints import crashpoint
@@ -217,6 +218,7 @@ def poll_streams(
         for c in cursors:
             c.upto = c.cp.watermark + min(batch, max(0, c.behind))
         _advance(rt, user_id, cursors, now, flush)
+        release()  # the wave's Arrow batches and turns, freed, back to the OS
         done = {id(w) for w in wave}
         # a stream longer than a slice goes on in the next wave, loaded
         carry: list[_Cursor | tuple[str, int, int]] = [c for c in cursors if c.behind > 0]

@@ -10,6 +10,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from episodic.vocab import Stage
+from storage.allocator import release
 from tasks import facts as fact_steps
 from tasks import salience as salience_steps
 from tasks import segment as segment_steps
@@ -52,6 +53,7 @@ def score_salience(user_id: str, episode_ids: list[str], n: int = 0) -> dict[str
     rt = get_runtime()
     with rt.stages.measure(Stage.SALIENCE):
         batch = salience_steps.score_pending(rt, user_id, episode_ids)
+    release()  # the chunk's turns and vectors, freed, back to the OS
     return {
         "scored": batch.scored,
         "histogram": dict(batch.histogram),
