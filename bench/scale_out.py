@@ -42,7 +42,8 @@ from bench.servers import (
     stop,
     wait_healthy,
 )
-from tasks.exclusion import LEASE_S
+from tasks import automations
+from tasks.exclusion import LEASE_S, limit_name
 
 POOL = "episodic-pool"
 DEPLOYMENT = "consolidate/consolidate-user"
@@ -54,6 +55,7 @@ TOPICS = [
 ]
 TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 HEARTBEAT_S = 30  # Prefect's minimum; the zombie automation waits 3 of them
+ZOMBIES = "episodic-crash-zombie-runs"  # in deployments/automations.yaml
 
 
 def pg_bin(name: str) -> str:
@@ -184,43 +186,13 @@ class Stack:
             halt(w)
 
 
-def zombie_automation() -> Any:
-    """Marks a flow run Crashed when its heartbeats stop (its host died and
-    no worker is left to report it); Prefect's documented OSS recipe."""
-    from prefect.automations import Automation
-    from prefect.client.schemas.objects import StateType
-    from prefect.events.actions import ChangeFlowRunState
-    from prefect.events.schemas.automations import EventTrigger, Posture
-    from prefect.events.schemas.events import ResourceSpecification
-
-    ends = ("Completed", "Failed", "Cancelled", "Crashed")
-    return Automation(
-        name="episodic: crash zombie runs",
-        trigger=EventTrigger(
-            after={"prefect.flow-run.heartbeat"},
-            expect={"prefect.flow-run.heartbeat", *(f"prefect.flow-run.{e}" for e in ends)},
-            match=ResourceSpecification({"prefect.resource.id": ["prefect.flow-run.*"]}),
-            for_each={"prefect.resource.id"},
-            posture=Posture.Proactive,
-            threshold=1,
-            within=timedelta(seconds=3 * HEARTBEAT_S),
-        ),
-        actions=[
-            ChangeFlowRunState(
-                name=None, state=StateType.CRASHED, message="no heartbeat", force=False
-            )
-        ],
-    )
-
-
 @contextmanager
 def stack(tmp: Path, startup_s: float = 300.0) -> Iterator[Stack]:
     """PostgreSQL, a Prefect server on it, the work pool and the deployments
     of deployments/prefect.yaml with their schedules paused (runs are made by
-    the caller), and the zombie automation. Workers are started with
+    the caller), and the zombie-run automation of deployments/automations.yaml.
+    Workers are started with
     Stack.start_worker."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
     with ExitStack() as es:
         db_url = es.enter_context(postgres())
         port = free_port()
@@ -233,8 +205,8 @@ def stack(tmp: Path, startup_s: float = 300.0) -> Iterator[Stack]:
         with _client(st.api_url) as c:  # runs come from the caller, not the schedules
             for name in ("consolidate/consolidate", "reflect/reflect", "maintain/maintain"):
                 c.pause_deployment(c.read_deployment_by_name(name).id)
-        with temporary_settings({PREFECT_API_URL: st.api_url}):
-            zombie_automation().create()
+        with _client(st.api_url) as c:  # a dead host's run is marked Crashed
+            automations.apply(c, automations.build(automations.spec(), None, names={ZOMBIES}))
         yield st
 
 
@@ -336,15 +308,16 @@ class Faults:
         Crashed when its heartbeats stop, and a new worker takes the place;
     server_restart: the Prefect server stopped and started again on the same
         port and database while runs are in flight.
-    Each fault lands on a run that has been RUNNING for a time drawn from
-    [after_s, after_s + spread_s] (seeded), so kills land at different points.
+    Each fault lands on a run that has held its user's slot (it is
+    consolidating) for a time drawn from [after_s, after_s + spread_s]
+    (seeded), so faults land at different steps of a consolidation.
     A run that ends other than Completed is submitted again for its user."""
 
     kills: int = 0
     worker_kills: int = 0
     server_restart: bool = False
-    after_s: float = 1.0
-    spread_s: float = 3.0
+    after_s: float = 0.0
+    spread_s: float = 2.0
     seed: int = 0
 
     def any(self) -> bool:
@@ -369,6 +342,20 @@ def _owner(st: Stack, pid: int) -> subprocess.Popen[bytes] | None:
             return mine[pid]
         pid = _ppid(pid)
     return None
+
+
+def _slot_held(c: Any, user: str) -> bool:
+    """Whether the user's Prefect concurrency slot is taken: a run holds it
+    from the start of the user's consolidation to its end (tasks/exclusion.py),
+    and the server's own table says so at once (task run states come later,
+    through events)."""
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        limit = c.read_global_concurrency_limit_by_name(limit_name(user))
+    except ObjectNotFound:  # made on first use
+        return False
+    return bool(limit.active_slots)
 
 
 def _running_tasks(c: Any, flow_run_id: Any) -> list[str]:
@@ -408,7 +395,8 @@ class _Driver:
         self.restart: dict[str, Any] | None = None
         self.dep_id: Any = None
         self.rng = random.Random(faults.seed)
-        self.wait_s: dict[Any, float] = {}  # run -> how long it runs before a fault
+        self.wait_s: dict[Any, float] = {}  # run -> how long it works before a fault
+        self.busy_since: dict[Any, float] = {}  # run -> when its user task was seen
 
     def submit(self, c: Any, unit: str) -> Any:
         rid = c.create_flow_run_from_deployment(
@@ -421,35 +409,39 @@ class _Driver:
         return rid
 
     def _count(self, kind: str) -> int:
-        return sum(1 for e in self.events if e["kind"] == kind)
+        """Faults of `kind` that took: a kill whose run still completed (it
+        had finished its work) does not count, and another is made."""
+        return sum(1 for e in self.events if e["kind"] == kind and e.get("state") != "COMPLETED")
 
-    def _victim(self, c: Any) -> tuple[Any, int] | None:
-        """A run RUNNING for after_s with a live process, of the user with
-        the fewest faults so far (so kills spread over users)."""
+    def _victim(self, c: Any) -> tuple[Any, int, list[str]] | None:
+        """A run in the middle of a consolidation (it holds its user's
+        concurrency slot) for a seeded random time of up to spread_s, of the user
+        with the fewest faults so far, so faults spread over users and land
+        at different steps. A user whose last fault is recent is skipped: its
+        rerun first waits out the killed run's slot lease."""
         now = time.monotonic()
         hits: dict[str, int] = {}
         last: dict[str, float] = {}
         for e in self.events:
             hits[e["user"]] = hits.get(e["user"], 0) + 1
             last[e["user"]] = e["at"]
-        # a rerun first waits for the killed run's slot lease: a kill then
-        # would not land in the middle of a consolidation
         f = self.faults
-        quiet_s = LEASE_S + 5.0 + f.after_s
-        for rid in self.running_since:
-            self.wait_s.setdefault(rid, f.after_s + self.rng.uniform(0.0, f.spread_s))
+        quiet_s = LEASE_S + 5.0
         ready = [
             rid
-            for rid, t in self.running_since.items()
+            for rid in self.running_since
             if rid in self.pending
             and rid not in self.faulted
-            and now - t >= self.wait_s[rid]
             and now - last.get(self.runs[rid], -1e9) >= quiet_s
         ]
         for rid in sorted(ready, key=lambda r: hits.get(self.runs[r], 0)):
+            if not _slot_held(c, self.runs[rid]):
+                continue
+            busy = self.busy_since.setdefault(rid, now)
+            wait = self.wait_s.setdefault(rid, f.after_s + self.rng.uniform(0.0, f.spread_s))
             pid = c.read_flow_run(rid).infrastructure_pid
-            if pid:
-                return rid, int(str(pid).rsplit(":", 1)[-1])
+            if now - busy >= wait and pid:
+                return rid, int(str(pid).rsplit(":", 1)[-1]), _running_tasks(c, rid)
         return None
 
     def _fault(self, c: Any) -> None:
@@ -466,7 +458,7 @@ class _Driver:
         victim = self._victim(c)
         if victim is None:
             return
-        rid, pid = victim
+        rid, pid, during = victim
         if kind == "server":
             self.restart = self.st.restart_server()
             self.restart["user"] = self.runs[rid]
@@ -490,7 +482,7 @@ class _Driver:
             "run": rid,
             "user": self.runs[rid],
             "at": time.monotonic(),
-            "during": _running_tasks(c, rid),
+            "during": during,
         }
         self.events.append(rec)
         self.faulted[rid] = rec
@@ -671,8 +663,13 @@ def scale_out(
     out["passes"] = passes
     for key in ("lost", "duplicates", "overlaps"):
         out[key] = sum(p[key] for p in passes)
-    out["kills"] = sum(1 for p in passes for e in p["faults"] if e["kind"] == "run")
-    out["worker_kills"] = sum(1 for p in passes for e in p["faults"] if e["kind"] == "worker")
+    faults_made = [e for p in passes for e in p["faults"]]
+    for kind, key in (("run", "kills"), ("worker", "worker_kills")):
+        # a kill counts when its run ended Crashed; one that came after the
+        # run's work was done (the run still completed) is "missed"
+        made = [e for e in faults_made if e["kind"] == kind]
+        out[key] = sum(1 for e in made if e.get("state") == "CRASHED")
+        out[f"missed_{key}"] = sum(1 for e in made if e.get("state") == "COMPLETED")
     for key, label in (("speedup", "clean"), ("speedup_sharded", "clean-sharded")):
         speed = {p["workers"]: p["turns_per_s"] for p in passes if p["pass"] == label}
         if len(speed) > 1:

@@ -55,7 +55,7 @@ def apply_cmd(
     named block."""
     from prefect.client.orchestration import get_client
 
-    from cli import automations
+    from tasks import automations
 
     data = automations.spec(path) if path else automations.spec()
     name = block or str(data.get("notification_block") or "")
@@ -90,7 +90,7 @@ def block_cmd(
 
     It overwrites a block of the same name. For e-mail, make a Sendgrid Email
     block in Prefect's UI and `episodic alerts apply --block sendgrid-email/NAME`."""
-    from cli import automations
+    from tasks import automations
 
     if (slack is None) == (webhook is None):
         fail(ExitCode.USAGE, "give one of --slack URL or --webhook URL")

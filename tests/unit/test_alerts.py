@@ -9,9 +9,9 @@ from uuid import uuid4
 
 import pytest
 
-from cli.automations import build, spec
 from episodic.alerts import LAG_EVENT, MAX_STREAMS, StreamLag, lag_event, lagging
 from episodic.errors import ConfigError
+from tasks.automations import build, spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,10 +49,11 @@ def test_lag_event_names_the_stream_and_carries_the_numbers() -> None:
 
 def test_the_file_builds_into_automations_notifying_the_block() -> None:
     block = uuid4()
+    notifying = {"episodic-flow-run-failed", "episodic-stream-lagging"}
     autos = build(spec(), block)
     by_name = {a.name: a for a in autos}
-    assert set(by_name) == {"episodic-flow-run-failed", "episodic-stream-lagging"}
-    for a in autos:
+    assert set(by_name) == notifying | {"episodic-crash-zombie-runs"}
+    for a in (by_name[n] for n in notifying):
         assert a.enabled
         assert [x.type for x in a.actions] == ["send-notification"]
         assert all(getattr(x, "block_document_id", None) == block for x in a.actions)
@@ -90,3 +91,16 @@ def test_a_bad_automations_file_is_a_config_error(tmp_path: Path) -> None:
     bad.write_text("just: text\n")
     with pytest.raises(ConfigError, match="automations"):
         spec(bad)
+
+
+def test_the_zombie_run_automation_needs_no_block_and_the_alerts_do() -> None:
+    from prefect.client.schemas.objects import StateType
+
+    (zombies,) = build(spec(), None, names={"episodic-crash-zombie-runs"})
+    flows = zombies.trigger.model_dump()["match_related"]["prefect.resource.name"]
+    assert set(flows) == _flow_names()
+    (action,) = zombies.actions
+    assert getattr(action, "state", None) == StateType.CRASHED
+    assert zombies.trigger.posture.value == "Proactive"  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match="notification block"):
+        build(spec(), None)

@@ -11,6 +11,7 @@ the Prefect client: the one place that turns that file into Prefect objects.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
@@ -39,17 +40,27 @@ def spec(path: Path = SPEC_PATH) -> dict[str, Any]:
     return data
 
 
-def build(data: dict[str, Any], block_id: UUID) -> list[AutomationCore]:
-    """Prefect's automations, every send-notification action sent to `block_id`."""
+def build(
+    data: dict[str, Any], block_id: UUID | None, names: Collection[str] | None = None
+) -> list[AutomationCore]:
+    """Prefect's automations (those in `names`, when given), every
+    send-notification action sent to `block_id`; with no block, only those
+    that notify nobody (the zombie-run automation)."""
     from prefect.events.schemas.automations import AutomationCore
     from pydantic import ValidationError
 
     out: list[AutomationCore] = []
     for i, item in enumerate(data["automations"]):
         item = dict(item)
+        if names is not None and item.get("name") not in names:
+            continue
+        actions = item.get("actions") or []
+        notifies = any(a.get("type") == "send-notification" for a in actions)
+        if notifies and block_id is None:
+            raise ConfigError(f"automations.yaml: {item.get('name')}", "needs a notification block")
         item["actions"] = [
             {**a, "block_document_id": str(block_id)} if a.get("type") == "send-notification" else a
-            for a in item.get("actions") or []
+            for a in actions
         ]
         try:
             out.append(AutomationCore.model_validate(item))
