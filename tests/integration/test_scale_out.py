@@ -48,14 +48,16 @@ def test_two_workers_on_postgres_survive_kills_and_a_server_restart(tmp_path: Pa
     assert rep["reference"] == {"lost": 0, "duplicates": 0}
     # two flow-run processes killed (the worker reports them Crashed) and one
     # whole worker killed with its run (the zombie automation marks it
-    # Crashed when its heartbeats stop); each user's rerun completed
-    kinds = sorted(f["kind"] for f in faulted["faults"])
-    assert kinds == ["run", "run", "worker"], faulted
-    for f in faulted["faults"]:
-        assert f["state"] == "CRASHED", f
+    # Crashed when its heartbeats stop), each while the run held its user's
+    # slot, i.e. in the middle of a consolidation; each user's rerun
+    # completed. A kill that came after a run's work was done (it still
+    # completed) is not counted, and another is made.
+    took = [f for f in faulted["faults"] if f["state"] == "CRASHED"]
+    assert sorted(f["kind"] for f in took) == ["run", "run", "worker"], faulted
+    assert (rep["kills"], rep["worker_kills"]) == (2, 1)
+    for f in took:
         assert f["recovered_s"] > 0, f
-    assert faulted["states"] == {"COMPLETED": 3, "CRASHED": 3}
-    assert faulted["unfinished"] == 0
+    assert faulted["states"]["CRASHED"] == 3 and faulted["unfinished"] == 0, faulted
     # the server went away mid-run and came back on the same database: the
     # workers picked the remaining runs up and every user completed
     back = restarted["server_restart"]
