@@ -22,6 +22,7 @@ from episodic.reflection import (
     should_reflect,
     validate_evidence,
 )
+from storage.allocator import release
 from tasks.runtime import Runtime, get_runtime
 from tasks.search import SearchOptions, search
 
@@ -63,8 +64,13 @@ def reflect_if_due(user_id: str, *, force: bool = False) -> dict[str, Any]:
     rt = get_runtime()
     eps, total = since_last(rt, user_id)
     if not eps or not (force or should_reflect(total, rt.settings.reflection_threshold)):
+        del eps
+        release()  # the user's scored episodes, read whole, back to the OS
         return ReflectionRun(due=False, pending_salience=total).as_dict()
-    return reflect_user(rt, user_id, eps, total).as_dict()
+    run = reflect_user(rt, user_id, eps, total).as_dict()
+    del eps
+    release()
+    return run
 
 
 def reflect_user(
