@@ -361,5 +361,7 @@ def _write(store: Store, pending: dict[str, list[Any]]) -> None:
         (docs if name == "turn_docs" else store.table(name)).add(data)
 
 
-def disk_mb(root: Path) -> float:
-    return round(sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / 2**20, 1)
+def disk_mb(root: Path, skip: str = "") -> float:
+    """MiB of the files under `root`, those under a directory named `skip` left out."""
+    files = (p for p in root.rglob("*") if p.is_file() and skip not in p.relative_to(root).parts)
+    return round(sum(p.stat().st_size for p in files) / 2**20, 1)
