@@ -209,7 +209,8 @@ def bench_size(n: int, queries: int = QUERIES, seed: int = 0) -> dict[str, Any]:
         "indexes_added": built["indexes_added"],
         "index_s": built["index_s"],
         "disk_mb": disk_mb(root / "lancedb", skip=f"{ANN_TABLE}.lance"),  # the product's tables
-        "load_avg_1m": [load_before, machine().get("load_avg_1m")],
+        "load_1m_before": load_before,  # the load average as timing began and ended
+        "load_1m_after": machine().get("load_avg_1m"),
         "store": str(root),
     }
     (root / "result.json").write_text(json.dumps(row, indent=1), encoding="utf-8")  # kept
