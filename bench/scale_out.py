@@ -18,7 +18,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -308,17 +307,13 @@ class Faults:
         Crashed when its heartbeats stop, and a new worker takes the place;
     server_restart: the Prefect server stopped and started again on the same
         port and database while runs are in flight.
-    Each fault lands on a run that has held its user's slot (it is
-    consolidating) for a time drawn from [after_s, after_s + spread_s]
-    (seeded), so faults land at different steps of a consolidation.
+    Each fault lands on a run that holds its user's slot: one in the middle
+    of a consolidation.
     A run that ends other than Completed is submitted again for its user."""
 
     kills: int = 0
     worker_kills: int = 0
     server_restart: bool = False
-    after_s: float = 0.0
-    spread_s: float = 2.0
-    seed: int = 0
 
     def any(self) -> bool:
         return bool(self.kills or self.worker_kills or self.server_restart)
@@ -394,9 +389,6 @@ class _Driver:
         self.events: list[dict[str, Any]] = []
         self.restart: dict[str, Any] | None = None
         self.dep_id: Any = None
-        self.rng = random.Random(faults.seed)
-        self.wait_s: dict[Any, float] = {}  # run -> how long it works before a fault
-        self.busy_since: dict[Any, float] = {}  # run -> when its user task was seen
 
     def submit(self, c: Any, unit: str) -> Any:
         rid = c.create_flow_run_from_deployment(
@@ -415,32 +407,28 @@ class _Driver:
 
     def _victim(self, c: Any) -> tuple[Any, int, list[str]] | None:
         """A run in the middle of a consolidation (it holds its user's
-        concurrency slot) for a seeded random time of up to spread_s, of the user
-        with the fewest faults so far, so faults spread over users and land
-        at different steps. A user whose last fault is recent is skipped: its
-        rerun first waits out the killed run's slot lease."""
+        concurrency slot), of the user with the fewest faults so far, so that
+        faults spread over users; where in the consolidation it lands is left
+        to the timing of the polls. A user whose last fault is recent is
+        skipped: its rerun first waits out the killed run's slot lease."""
         now = time.monotonic()
         hits: dict[str, int] = {}
         last: dict[str, float] = {}
         for e in self.events:
             hits[e["user"]] = hits.get(e["user"], 0) + 1
             last[e["user"]] = e["at"]
-        f = self.faults
-        quiet_s = LEASE_S + 5.0
         ready = [
             rid
             for rid in self.running_since
             if rid in self.pending
             and rid not in self.faulted
-            and now - last.get(self.runs[rid], -1e9) >= quiet_s
+            and now - last.get(self.runs[rid], -1e9) >= LEASE_S + 5.0
         ]
         for rid in sorted(ready, key=lambda r: hits.get(self.runs[r], 0)):
             if not _slot_held(c, self.runs[rid]):
                 continue
-            busy = self.busy_since.setdefault(rid, now)
-            wait = self.wait_s.setdefault(rid, f.after_s + self.rng.uniform(0.0, f.spread_s))
             pid = c.read_flow_run(rid).infrastructure_pid
-            if now - busy >= wait and pid:
+            if pid:
                 return rid, int(str(pid).rsplit(":", 1)[-1]), _running_tasks(c, rid)
         return None
 

@@ -35,16 +35,16 @@ def test_two_workers_on_postgres_survive_kills_and_a_server_restart(tmp_path: Pa
     # (rep["reference"]); every pass through the workers is compared with it
     rep = scale_out(
         workers=(2,),
-        users=3,
+        users=4,
         streams=2,
-        turns=24,
+        turns=60,
         faults=Faults(kills=2, worker_kills=1),
         restart=True,
         tmp=tmp_path,
         clean=False,
     )
     faulted, restarted = rep["passes"]
-    assert rep["turns"] == 3 * 2 * 24
+    assert rep["turns"] == 4 * 2 * 60
     assert rep["reference"] == {"lost": 0, "duplicates": 0}
     # two flow-run processes killed (the worker reports them Crashed) and one
     # whole worker killed with its run (the zombie automation marks it
@@ -64,7 +64,7 @@ def test_two_workers_on_postgres_survive_kills_and_a_server_restart(tmp_path: Pa
     assert back is not None and back["away_s"] > 0, restarted
     # a run made after the restart was found and run by the same workers
     assert back["after_run_state"] == "COMPLETED", back
-    assert restarted["unfinished"] == 0 and restarted["states"] == {"COMPLETED": 4}, restarted
+    assert restarted["unfinished"] == 0 and restarted["states"] == {"COMPLETED": 5}, restarted
     # the end state equals the uninterrupted run's: nothing lost or doubled
     for p in (faulted, restarted):
         assert p["lost"] == 0 and p["duplicates"] == 0 and p["equals_reference"] is True, p
