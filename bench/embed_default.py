@@ -47,15 +47,18 @@ def _progress(msg: str) -> None:
     sys.stderr.flush()
 
 
-def segment_figures(emb: Embedder, dataset: str, path: Path, limit: int | None) -> dict[str, Any]:
+def segment_figures(
+    emb: Embedder, dataset: str, path: Path, limit: int | None, cache_dir: Path | None = None
+) -> dict[str, Any]:
     """The shipped detector's Pk on one dev set (no baselines, no ablations),
-    and the turns per second of embedding its dialogues."""
+    and the turns per second of embedding its dialogues (None: read from the
+    harness's .npz cache in `cache_dir`, same key rule as `eval segment`)."""
     from bench.datasets import load_dataset
-    from bench.segment_eval import embed_dialogues, evaluate_vectors
+    from bench.segment_eval import evaluate_vectors, load_vectors_timed
     from episodic.segment.detector import DetectorConfig
 
     dialogues = load_dataset(dataset, path)[:limit]
-    vectors, ms = embed_dialogues(dialogues, emb)
+    vectors, ms = load_vectors_timed(dataset, dialogues, emb, cache_dir)
     res = evaluate_vectors(dialogues, vectors, DetectorConfig(), baselines=False)
     return {
         "pk": res["pk"],
@@ -63,7 +66,8 @@ def segment_figures(emb: Embedder, dataset: str, path: Path, limit: int | None) 
         "f1": res["f1"],
         "n_dialogues": res["n_dialogues"],
         "n_turns": res["n_turns"],
-        "embed_turns_per_s": round(1000.0 / ms, 1) if ms > 0 else None,
+        "embed_turns_per_s": round(1000.0 / ms, 1) if ms else None,
+        "vectors": "embedded in this run" if ms is not None else f"read from {cache_dir}",
         "load_avg_1m_after": _load(),
     }
 
@@ -80,97 +84,118 @@ def locomo_figures(name: str, path: Path, conversations: int | None) -> dict[str
     }
 
 
-def measure(
-    names: tuple[str, str], root: Path, turns: int, limit: int | None, conversations: int | None
-) -> list[dict[str, Any]]:
-    """Both embedders, figure by figure (throughput back to back, then each set
-    for both), so that an interrupted run still compares what it finished."""
+def throughputs(names: tuple[str, str], turns: int) -> list[dict[str, Any]]:
+    """Both embedders back to back, so that they see about the same load."""
     from episodic.embed import make_embedder
 
-    runs: list[dict[str, Any]] = []
-    embs = [make_embedder(n) for n in names]
-    for name, emb in zip(names, embs, strict=True):
+    rows = []
+    for name in names:
+        emb = make_embedder(name)
         load = _load()
         turns_per_s, setup_s = throughput(emb, turns)
-        runs.append(
+        rows.append(
             {
                 "embedder": name,
                 "model": emb.name,
                 "turns_per_s": round(turns_per_s, 1),
                 "setup_s": round(setup_s, 1),
                 "load_avg_1m_at_throughput": load,
-                "segment": {},
             }
         )
         _progress(f"{name}: {turns_per_s:.1f} turns/s (setup {setup_s:.1f} s, load {load})")
+    return rows
+
+
+def segments(
+    names: tuple[str, str], root: Path, limit: int | None, cache_dir: Path | None = None
+) -> list[dict[str, Any]]:
+    """Each set for both embedders in turn: an interrupted run still compares
+    the sets it finished."""
+    from episodic.embed import make_embedder
+
+    embs = [make_embedder(n) for n in names]
+    out: list[dict[str, Any]] = [{} for _ in names]
     for dataset, rel, _ in SETS:
-        for run, emb in zip(runs, embs, strict=True):
-            fig = segment_figures(emb, dataset, root / rel, limit)
-            run["segment"][dataset] = fig
-            _progress(f"{run['embedder']}: {dataset} Pk {fig['pk']:.4f}")
-    for run in runs:
-        run["locomo"] = locomo_figures(run["embedder"], root / LOCOMO, conversations)
-        _progress(f"{run['embedder']}: LoCoMo {run['locomo']['recall_at_budget']}")
-    return runs
+        for name, emb, figs in zip(names, embs, out, strict=True):
+            figs[dataset] = segment_figures(emb, dataset, root / rel, limit, cache_dir)
+            _progress(f"{name}: {dataset} Pk {figs[dataset]['pk']:.4f}")
+    return out
+
+
+def locomos(names: tuple[str, str], root: Path, conversations: int | None) -> list[dict[str, Any]]:
+    out = []
+    for name in names:
+        out.append(locomo_figures(name, root / LOCOMO, conversations))
+        _progress(f"{name}: LoCoMo {out[-1]['recall_at_budget']}")
+    return out
+
+
+def _row(figure: str, key: str, a: float | None, b: float | None) -> dict[str, Any]:
+    delta = None if a is None or b is None else round(b - a, 4)
+    return {"figure": figure, "fp32": a, "int8": b, "delta": delta, "criterion": key}
 
 
 def compare(fp32: dict[str, Any], int8: dict[str, Any]) -> dict[str, Any]:
     """One row per figure (int8 - fp32), the criteria's targets on the loss
-    (how much worse int8 is), and the decision with what fails and by how much."""
+    (how much worse int8 is), and the decision with what fails and by how much.
+    A figure an interrupted run did not reach fails as "not measured"."""
     rows: list[dict[str, Any]] = []
     targets: dict[str, dict[str, Any]] = {}
     for dataset, _, label in SETS:
-        a, b = fp32["segment"][dataset]["pk"], int8["segment"][dataset]["pk"]
+        a, b = ((r.get("segment") or {}).get(dataset, {}).get("pk") for r in (fp32, int8))
         key = f"pk_loss_{dataset}"
-        targets[key] = target(b - a, "<=", TOLERANCE)  # Pk: lower is better
+        # Pk: lower is better
+        targets[key] = target(None if a is None or b is None else b - a, "<=", TOLERANCE)
         rows.append(
-            {
-                "figure": f"Pk {dataset} ({label})",
-                "fp32": round(a, 4),
-                "int8": round(b, 4),
-                "delta": round(b - a, 4),
-                "criterion": key,
-            }
+            _row(
+                f"Pk {dataset} ({label})",
+                key,
+                None if a is None else round(a, 4),
+                None if b is None else round(b, 4),
+            )
         )
-    for method, a in fp32["locomo"]["recall_at_budget"].items():
-        b = int8["locomo"]["recall_at_budget"].get(method)
-        if b is None:
-            continue
+    recall_a = (fp32.get("locomo") or {}).get("recall_at_budget", {})
+    recall_b = (int8.get("locomo") or {}).get("recall_at_budget", {})
+    for method in sorted(set(recall_a) | set(recall_b) | {LOCOMO_CRITERION}):
+        a, b = recall_a.get(method), recall_b.get(method)
         key = "locomo_recall_loss" if method == LOCOMO_CRITERION else ""
-        if key:
-            targets[key] = target(a - b, "<=", TOLERANCE)  # recall: higher is better
-        rows.append(
-            {
-                "figure": f"LoCoMo recall within 50 turns, {method}",
-                "fp32": a,
-                "int8": b,
-                "delta": round(b - a, 4),
-                "criterion": key,
-            }
-        )
+        if key:  # recall: higher is better
+            targets[key] = target(None if a is None or b is None else a - b, "<=", TOLERANCE)
+        rows.append(_row(f"LoCoMo recall within 50 turns, {method}", key, a, b))
     failing = {
-        k: f"int8 worse by {t['value']:.4f}, misses by {t['value'] - TOLERANCE:.4f}"
+        k: "not measured"
+        if t["value"] is None
+        else f"int8 worse by {t['value']:.4f}, misses by {t['value'] - TOLERANCE:.4f}"
         for k, t in targets.items()
         if not t["met"]
     }
     return {"results": rows, "targets": targets, "failing": failing, "int8_default": not failing}
 
 
-def bench_embed_default(
-    turns: int = 5_000,
-    limit: int | None = None,
-    conversations: int | None = None,
-    embedders: tuple[str, str] = (FP32, INT8),
-) -> dict[str, Any]:
-    """`limit` (dialogues per set) and `conversations` (LoCoMo) scale a smoke
-    run down; None measures everything. `embedders` is (baseline, candidate)."""
-    root = data_dir()
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a and b else None
+
+
+def check_data(root: Path) -> None:
     missing = [rel for _, rel, _ in SETS if not (root / rel).exists()]
     missing += [] if (root / LOCOMO).exists() else [LOCOMO]
     if missing:
         raise SystemExit(f"embed-default needs the public data under {root}: missing {missing}")
-    start = machine()
-    fp32, int8 = measure(embedders, root, turns, limit, conversations)
+
+
+def result(
+    embedders: tuple[str, str],
+    rates: list[dict[str, Any]],
+    segment: list[dict[str, Any]],
+    locomo: list[dict[str, Any]],
+    start: dict[str, Any],
+    **scale: Any,
+) -> dict[str, Any]:
+    """The JSON of the benchmark from its three parts (one entry per embedder each)."""
+    runs = [
+        {**r, "segment": s, "locomo": lo} for r, s, lo in zip(rates, segment, locomo, strict=True)
+    ]
+    fp32, int8 = runs
     res: dict[str, Any] = {
         "benchmark": "embed-default",
         "rule": (
@@ -182,20 +207,46 @@ def bench_embed_default(
         "candidate": embedders[1],
         **compare(fp32, int8),
         "throughput": {
-            "turns": turns,
-            "fp32_turns_per_s": fp32["turns_per_s"],
-            "int8_turns_per_s": int8["turns_per_s"],
-            "speedup": round(int8["turns_per_s"] / max(fp32["turns_per_s"], 1e-9), 2),
-            "fp32_load_avg_1m": fp32["load_avg_1m_at_throughput"],
-            "int8_load_avg_1m": int8["load_avg_1m_at_throughput"],
-            "fp32_setup_s": fp32["setup_s"],
-            "int8_setup_s": int8["setup_s"],
+            "fp32_turns_per_s": fp32.get("turns_per_s"),
+            "int8_turns_per_s": int8.get("turns_per_s"),
+            "speedup": _ratio(int8.get("turns_per_s"), fp32.get("turns_per_s")),
+            "fp32_load_avg_1m": fp32.get("load_avg_1m_at_throughput"),
+            "int8_load_avg_1m": int8.get("load_avg_1m_at_throughput"),
+            "fp32_setup_s": fp32.get("setup_s"),
+            "int8_setup_s": int8.get("setup_s"),
         },
-        "per_embedder": [fp32, int8],
-        "limit_dialogues": limit,
-        "locomo_conversations": conversations,
+        "per_embedder": runs,
+        **scale,
         "machine": start,
         "load_avg_1m_end": _load(),
     }
     report("embed-default", res)
     return res
+
+
+def bench_embed_default(
+    turns: int = 5_000,
+    limit: int | None = None,
+    conversations: int | None = None,
+    embedders: tuple[str, str] = (FP32, INT8),
+    cache_dir: Path | None = None,
+) -> dict[str, Any]:
+    """`turns` (throughput), `limit` (dialogues per set) and `conversations`
+    (LoCoMo) scale a smoke run down; None measures everything. `embedders` is
+    (baseline, candidate); `cache_dir` keeps (or supplies) the sets' vectors."""
+    root = data_dir()
+    check_data(root)
+    start = machine()
+    rates = throughputs(embedders, turns)
+    segment = segments(embedders, root, limit, cache_dir)
+    locomo = locomos(embedders, root, conversations)
+    return result(
+        embedders,
+        rates,
+        segment,
+        locomo,
+        start,
+        throughput_turns=turns,
+        limit_dialogues=limit,
+        locomo_conversations=conversations,
+    )

@@ -36,3 +36,12 @@ def test_each_failing_criterion_is_named_with_its_miss() -> None:
     assert res["targets"]["pk_loss_dialseg711"]["value"] == 0.009
     assert "misses by 0.0040" in res["failing"]["pk_loss_dialseg711"]
     assert "misses by 0.0070" in res["failing"]["locomo_recall_loss"]
+
+
+def test_a_figure_not_reached_fails_as_not_measured() -> None:
+    int8 = {"segment": {"tiage": {"pk": 0.446}}}  # interrupted after one set, before LoCoMo
+    res = compare(FP32, int8)
+    assert res["int8_default"] is False
+    assert res["failing"]["pk_loss_superdialseg"] == "not measured"
+    assert res["failing"]["locomo_recall_loss"] == "not measured"
+    assert "pk_loss_tiage" not in res["failing"]
