@@ -336,7 +336,7 @@ def build(root: Path, n: int, seed: int = 0, log: Any = None) -> dict[str, Any]:
     TurnDocs(store).ensure_index()
     for name in (*store.table_names(), "turn_docs"):
         tbl = store.table(name) if name != "turn_docs" else TurnDocs(store).table
-        tbl.optimize(cleanup_older_than=timedelta(0))
+        tbl.optimize(cleanup_older_than=timedelta(seconds=1))
     index_s = time.perf_counter() - t1
     rec = {
         "items": n,
