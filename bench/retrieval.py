@@ -244,24 +244,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return res
 
 
-def store_measured(sizes: tuple[int, ...], command: str) -> None:
-    """docs/perf/retrieval.json from the rows that `bench_size` kept beside
-    each store (sizes measured in separate processes), and the page rendered."""
-    from bench import perf_doc
-
-    rows = [json.loads((_root(n) / "result.json").read_text(encoding="utf-8")) for n in sizes]
-    perf_doc.store("retrieval", summary(rows), command)
-    perf_doc.main([])
-
-
 if __name__ == "__main__":
     # python -m bench.retrieval 100000 1000000: measure, print JSON
-    # python -m bench.retrieval --store 10000 100000 1000000: store the kept rows
-    args = sys.argv[1:]
-    if args[:1] == ["--store"]:
-        sizes = tuple(int(a) for a in args[1:]) or SIZES
-        runs = " and ".join(f"python -m bench.retrieval {n}" for n in sizes)
-        then = "python -m bench.retrieval " + " ".join(args)
-        store_measured(sizes, f"{runs} (rows kept beside each store), then {then}")
-    else:
-        print(json.dumps(bench_retrieval(tuple(int(a) for a in args) or SIZES), indent=1))
+    # (python -m bench.retrieval_stored 10000 100000 1000000 stores the kept rows)
+    print(json.dumps(bench_retrieval(tuple(int(a) for a in sys.argv[1:]) or SIZES), indent=1))
