@@ -521,6 +521,16 @@ class _Driver:
             "runs": len(self.runs),
             "unfinished": len(self.pending),  # still not ended at the deadline
             "states": dict(sorted(_count(states).items())),
+            # why each run that did not complete ended as it did (then rerun)
+            "not_completed": [
+                {
+                    "unit": self.runs[fr.id],
+                    "state": fr.state.type.value,
+                    "message": (fr.state.message or "")[:300],
+                }
+                for fr in history
+                if fr.state and fr.state.type.value != "COMPLETED"
+            ],
             "overlaps": overlaps(spans),
             "faults": [
                 {k: str(v) if k in ("run", "rerun") else v for k, v in e.items() if k != "at"}
