@@ -117,6 +117,11 @@ def test_apply_is_idempotent_by_name(server: Server, applied: dict[str, Any]) ->
     assert sorted(a["name"] for a in on_server) == sorted(ids)
     for auto in on_server:
         assert auto["enabled"]
+        kinds = [x["type"] for x in auto["actions"]]
+        if auto["name"] == "episodic-crash-zombie-runs":  # notifies nobody itself
+            assert kinds == ["change-flow-run-state"]
+            continue
+        assert kinds == ["send-notification"]
         assert [x["block_document_id"] for x in auto["actions"]] == [applied["block"]["id"]]
 
 
