@@ -308,12 +308,14 @@ class Faults:
     server_restart: the Prefect server stopped and started again on the same
         port and database while runs are in flight.
     Each fault lands on a run that holds its user's slot: one in the middle
-    of a consolidation.
+    of a consolidation; when the polls catch none there (a consolidation
+    shorter than a poll), on one RUNNING for fallback_s.
     A run that ends other than Completed is submitted again for its user."""
 
     kills: int = 0
     worker_kills: int = 0
     server_restart: bool = False
+    fallback_s: float = 4.0
 
     def any(self) -> bool:
         return bool(self.kills or self.worker_kills or self.server_restart)
@@ -405,12 +407,13 @@ class _Driver:
         had finished its work) does not count, and another is made."""
         return sum(1 for e in self.events if e["kind"] == kind and e.get("state") != "COMPLETED")
 
-    def _victim(self, c: Any) -> tuple[Any, int, list[str]] | None:
+    def _victim(self, c: Any) -> tuple[Any, int, bool] | None:
         """A run in the middle of a consolidation (it holds its user's
-        concurrency slot), of the user with the fewest faults so far, so that
-        faults spread over users; where in the consolidation it lands is left
-        to the timing of the polls. A user whose last fault is recent is
-        skipped: its rerun first waits out the killed run's slot lease."""
+        concurrency slot), or, when no poll caught it there (a short one),
+        one RUNNING for fallback_s; of the user with the fewest faults so
+        far, so that faults spread over users. A user whose last fault is
+        recent is skipped: its rerun first waits out the killed run's slot
+        lease. Also says whether the slot was held."""
         now = time.monotonic()
         hits: dict[str, int] = {}
         last: dict[str, float] = {}
@@ -425,11 +428,12 @@ class _Driver:
             and now - last.get(self.runs[rid], -1e9) >= LEASE_S + 5.0
         ]
         for rid in sorted(ready, key=lambda r: hits.get(self.runs[r], 0)):
-            if not _slot_held(c, self.runs[rid]):
+            held = _slot_held(c, self.runs[rid])
+            if not held and now - self.running_since[rid] < self.faults.fallback_s:
                 continue
             pid = c.read_flow_run(rid).infrastructure_pid
             if pid:
-                return rid, int(str(pid).rsplit(":", 1)[-1]), _running_tasks(c, rid)
+                return rid, int(str(pid).rsplit(":", 1)[-1]), held
         return None
 
     def _fault(self, c: Any) -> None:
@@ -446,7 +450,7 @@ class _Driver:
         victim = self._victim(c)
         if victim is None:
             return
-        rid, pid, during = victim
+        rid, pid, held = victim
         if kind == "server":
             self.restart = self.st.restart_server()
             self.restart["user"] = self.runs[rid]
@@ -470,7 +474,8 @@ class _Driver:
             "run": rid,
             "user": self.runs[rid],
             "at": time.monotonic(),
-            "during": during,
+            "mid_consolidation": held,  # it held its user's slot
+            "during": _running_tasks(c, rid),
         }
         self.events.append(rec)
         self.faulted[rid] = rec
@@ -499,7 +504,7 @@ class _Driver:
             for unit in self.units:
                 self.submit(c, unit)
             while self.pending and time.monotonic() - started < self.deadline_s:
-                time.sleep(1)
+                time.sleep(0.3)
                 for rid in list(self.pending):
                     try:
                         fr = c.read_flow_run(rid)
@@ -619,7 +624,7 @@ def _pass(
 
 def scale_out(
     workers: tuple[int, ...] = (1, 2),
-    users: int = 12,
+    users: int = 24,
     streams: int = 2,
     turns: int = 60,
     faults: Faults | None = None,
@@ -668,6 +673,9 @@ def scale_out(
         made = [e for e in faults_made if e["kind"] == kind]
         out[key] = sum(1 for e in made if e.get("state") == "CRASHED")
         out[f"missed_{key}"] = sum(1 for e in made if e.get("state") == "COMPLETED")
+    out["mid_consolidation"] = sum(
+        1 for e in faults_made if e.get("state") == "CRASHED" and e["mid_consolidation"]
+    )
     for key, label in (("speedup", "clean"), ("speedup_sharded", "clean-sharded")):
         speed = {p["workers"]: p["turns_per_s"] for p in passes if p["pass"] == label}
         if len(speed) > 1:
