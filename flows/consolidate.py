@@ -35,14 +35,16 @@ def _work(
 ) -> dict[str, list[tuple[str, int]]]:
     """Streams with turns above their watermark or an open episode the idle
     close (or `flush`) would close now, and users with episodes still to score
-    or merge. Reads only (and emits the lag alert, tasks/alerts.py): an idle
-    poll stops here, without a task run."""
+    or merge; with `part`, of that shard's users only. Reads only (and emits
+    the lag alert, tasks/alerts.py): an idle poll stops here, without a task run."""
     rt = get_runtime()
     marks = rt.checkpoints.progress(user)
     todo: dict[str, list[tuple[str, int]]] = {}
     waiting: dict[str, dict[str, int]] = {}  # user -> stream -> head: open, nothing new
     lags: list[StreamLag] = []
     for h in rt.raw.streams(user):
+        if part is not None and not part.holds(h.user_id):
+            continue  # another shard's run reads and alerts for it
         watermark, has_open = marks.get((h.user_id, h.stream_id), (-1, False))
         lags.append(
             StreamLag(h.user_id, h.stream_id, h.head_seq - watermark, watermark, h.head_seq)
@@ -51,8 +53,7 @@ def _work(
             todo.setdefault(h.user_id, []).append((h.stream_id, h.head_seq))
         elif has_open:
             waiting.setdefault(h.user_id, {})[h.stream_id] = h.head_seq
-    # EPISODIC_ALERT_LAG_TURNS; a shard's run reports only its own users
-    emit_lag_alerts(rt, [x for x in lags if part is None or part.holds(x.user_id)])
+    emit_lag_alerts(rt, lags)  # EPISODIC_ALERT_LAG_TURNS
     now = now_utc()
     for uid, heads in waiting.items():
         for sid in idle_due(rt, uid, sorted(heads), now):
@@ -60,7 +61,8 @@ def _work(
     # a run that died after segmenting left episodes unscored or unmerged:
     # resume them even when no new turn arrives
     for uid in rt.episodes.users_with_pending(user):
-        todo.setdefault(uid, [])
+        if part is None or part.holds(uid):
+            todo.setdefault(uid, [])
     return todo
 
 
@@ -160,8 +162,6 @@ def consolidate(
     stages_before = rt.stages.snapshot()
     part = Shard.parse(shard) if shard is not None else None  # a bad one fails first
     todo = _work(user, flush, part)
-    if part is not None:
-        todo = {uid: s for uid, s in todo.items() if part.holds(uid)}
     if not todo and not plot:
         summary = summarise({}, {}, time.monotonic() - started, began)
         logger.info("nothing to do")
