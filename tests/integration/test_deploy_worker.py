@@ -81,6 +81,9 @@ def test_deploy_from_yaml_and_worker_completes_consolidate(server: Server) -> No
         "ingest": [],
     }
 
+    # the every-minute schedule would race the manual run for the one slot, and
+    # CANCEL_NEW rightly cancels the loser: pause it (its scheduled runs go too)
+    server.post(f"/deployments/{by_name['consolidate']['id']}/pause_deployment", {})
     worker = start(
         [PREFECT, "worker", "start", "--pool", "episodic-pool"], env, server.home / "worker.log"
     )
@@ -122,6 +125,8 @@ def test_episodic_serve_runs_a_flow_and_stops_on_sigterm(server: Server) -> None
             deps = server.post("/deployments/filter", {})
             served = [d for d in deps if d["name"] == "consolidate"]
             if served:
+                # as above: no scheduled run may take the slot of the manual one
+                server.post(f"/deployments/{served[0]['id']}/pause_deployment", {})
                 out = run(
                     [PREFECT, "deployment", "run", "consolidate/consolidate", "--param", "user=u2"],
                     env,
