@@ -277,7 +277,8 @@ def search(
             kinds=tuple(x.strip() for x in kinds.split(",") if x.strip()),
             weights=ScoreWeights(recency_weight=recency, importance_weight=importance),
         )
-        items = search_memory(_rt(), user, query, opts)
+        rt = _rt()
+        items = search_memory(rt, user, query, opts)
     except ValueError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
@@ -300,6 +301,7 @@ def search(
             for i in items
         ),
     )
+    rt.recalls.flush()  # the results are out; the recall bookkeeping follows
 
 
 @app.command()

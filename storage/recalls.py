@@ -7,10 +7,20 @@ searches cannot lose each other's increments (a read-modify-write lost 60 of
 100 with 4 processes). On a local store a kernel lock per store serialises the
 updates, so they never exhaust LanceDB's conflict retries; on object storage
 LanceDB's optimistic concurrency re-runs a conflicting update on the newer
-version."""
+version.
+
+`RecallLog` takes the writes off the query path: a search notes its recalls
+and returns; a background thread (and the process's exit, and `flush()`)
+writes them, one update per table and user for each recall count. A process
+killed between a search and the next flush (1 s) loses those recalls only.
+"""
 
 from __future__ import annotations
 
+import atexit
+import logging
+import threading
+import time
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -22,24 +32,111 @@ from storage.db import Store
 from storage.lease import file_lock
 
 LOCK = "recall"
+log = logging.getLogger(__name__)
 
 
 def bump_recalls(
-    store: Store, table: str, id_column: str, user_id: str, ids: Sequence[str], now: datetime
+    store: Store,
+    table: str,
+    id_column: str,
+    user_id: str,
+    ids: Sequence[str],
+    now: datetime,
+    times: int = 1,
 ) -> int:
-    """Add one recall at `now` to each of the user's rows whose `id_column` is
-    in `ids` (duplicates count once); returns the number of rows updated."""
+    """Add `times` recalls at `now` to each of the user's rows whose
+    `id_column` is in `ids` (duplicates count once); returns the number of
+    rows updated."""
     unique = sorted(set(ids))
     if not unique:
         return 0
+    if times < 1:
+        raise ValueError(f"times must be >= 1, got {times}")
     stamp = to_naive(now)
     assert stamp is not None
     tbl = store.table(table)
     where = filters.user_in(user_id, id_column, unique)
     values = {
-        "recall_count": "coalesce(recall_count, 0) + 1",
+        "recall_count": f"coalesce(recall_count, 0) + {int(times)}",
         "last_recalled_at": filters.sql(lit(stamp)),
     }
     with file_lock(store.uri, LOCK):
         result = tbl.update(where=where, values_sql=values)
     return int(result.rows_updated)
+
+
+_Key = tuple[str, str, str]  # table, id column, user
+
+
+class RecallLog:
+    """Recalls noted now and written within `interval_s`, grouped: every id
+    recalled n times since the last write gets + n in one update, stamped
+    with the latest of its window's recalls."""
+
+    def __init__(self, store: Store, interval_s: float = 1.0) -> None:
+        self.store = store
+        self.interval_s = interval_s
+        self._pending: dict[_Key, dict[str, tuple[int, datetime]]] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        atexit.register(self.flush)
+
+    def note(
+        self, table: str, id_column: str, user_id: str, ids: Sequence[str], now: datetime
+    ) -> None:
+        if not ids:
+            return
+        with self._lock:
+            seen = self._pending.setdefault((table, id_column, user_id), {})
+            for i in set(ids):
+                n, last = seen.get(i, (0, now))
+                seen[i] = (n + 1, max(last, now))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="episodic-recalls", daemon=True
+                )
+                self._thread.start()
+
+    def pending(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self._pending.values())
+
+    def flush(self) -> int:
+        """Write every noted recall now; returns the rows updated. What a
+        failed write held is noted again for the next flush."""
+        with self._lock:
+            taken, self._pending = self._pending, {}
+        written = 0
+        for (table, id_column, user_id), seen in taken.items():
+            by_times: dict[int, list[str]] = {}
+            for i, (n, _) in seen.items():
+                by_times.setdefault(n, []).append(i)
+            for n, ids in sorted(by_times.items()):
+                stamp = max(seen[i][1] for i in ids)
+                try:
+                    written += bump_recalls(self.store, table, id_column, user_id, ids, stamp, n)
+                except Exception:
+                    log.warning("recalls of %d %s not written yet; retried", len(ids), table)
+                    self._requeue((table, id_column, user_id), {i: seen[i] for i in ids})
+        return written
+
+    def _requeue(self, key: _Key, items: dict[str, tuple[int, datetime]]) -> None:
+        with self._lock:
+            seen = self._pending.setdefault(key, {})
+            for i, (n, last) in items.items():
+                m, other = seen.get(i, (0, last))
+                seen[i] = (n + m, max(last, other))
+
+    def _loop(self) -> None:
+        """Flush every `interval_s` while there is something to write; the
+        thread ends when idle and the next `note` starts another."""
+        while True:
+            time.sleep(self.interval_s)
+            try:
+                self.flush()
+            except Exception:  # a bug must not leave recalls noted forever
+                log.exception("recall writer")
+            with self._lock:
+                if not self._pending:
+                    self._thread = None
+                    return

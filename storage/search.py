@@ -12,8 +12,8 @@ User values only ever reach LanceDB as bound literals (`storage.filters`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ class Hit:
     text_rank: int
     dense_rank: int
     cosine: float | None
+    row: dict[str, Any] | None = field(default=None, compare=False)  # the columns asked for
 
 
 def fuse(
@@ -84,17 +85,24 @@ class TurnDocs:
                 )
         return self._tbl
 
-    def watermark(self, user_id: str, stream_id: str) -> int:
-        """The highest seq with a document in this stream, -1 when none."""
+    def count(self, user_id: str) -> int:
+        return int(self.table.count_rows(filters.sql(filters.user(user_id))))
+
+    def watermarks(self, user_id: str) -> dict[str, int]:
+        """The highest seq with a document, per stream of the user, in one read."""
         rows = (
             self.table.search()
-            .where(filters.stream(user_id, stream_id))
-            .select(["seq"])
+            .where(filters.user(user_id))
+            .select(["stream_id", "seq"])
             .limit(None)
             .to_arrow()
         )
-        seqs = rows.column("seq").to_pylist() if rows.num_rows else []
-        return int(max(seqs)) if seqs else -1
+        if not rows.num_rows:
+            return {}
+        top = rows.group_by("stream_id").aggregate([("seq", "max")])
+        return dict(
+            zip(top["stream_id"].to_pylist(), map(int, top["seq_max"].to_pylist()), strict=True)
+        )
 
     def put(self, rows: Sequence[dict[str, Any]]) -> int:
         """Append documents (idempotent on turn_id); index them for BM25."""
@@ -143,34 +151,53 @@ class TurnDocs:
         return sorted(rows, key=lambda r: int(r["seq"]))
 
 
-def _text_ids(tbl: Any, query: str, cond: Expr, id_column: str, n: int) -> list[str]:
+def _text_rows(
+    tbl: Any, query: str, cond: Expr, id_column: str, n: int, columns: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     if not query.strip():
         return []
     try:
-        hits = (
+        return list(
             tbl.search(query, query_type="fts")
             .where(cond, prefilter=True)
-            .select([id_column, "_score"])
+            .select([id_column, *columns, "_score"])
             .limit(n)
             .to_list()
         )
     except (ValueError, RuntimeError):  # no FTS index yet, or a query it cannot parse
         return []
-    return [str(h[id_column]) for h in hits]
+
+
+def _text_ids(tbl: Any, query: str, cond: Expr, id_column: str, n: int) -> list[str]:
+    return [str(h[id_column]) for h in _text_rows(tbl, query, cond, id_column, n)]
+
+
+def _dense_rows(
+    tbl: Any,
+    qvec: np.ndarray,
+    column: str,
+    cond: Expr,
+    id_column: str,
+    n: int,
+    columns: Sequence[str] = (),
+) -> list[dict[str, Any]]:
+    return list(
+        tbl.search(qvec, vector_column_name=column)
+        .distance_type("cosine")
+        .where(cond, prefilter=True)
+        .select([id_column, *columns, "_distance"])  # named: no lance deprecation warning
+        .limit(n)
+        .to_list()
+    )
 
 
 def _dense(
     tbl: Any, qvec: np.ndarray, column: str, cond: Expr, id_column: str, n: int
 ) -> list[tuple[str, float]]:
-    hits = (
-        tbl.search(qvec, vector_column_name=column)
-        .distance_type("cosine")
-        .where(cond, prefilter=True)
-        .select([id_column, "_distance"])  # named: no lance deprecation warning
-        .limit(n)
-        .to_list()
-    )
-    return [(str(h[id_column]), 1.0 - float(h.get("_distance", 1.0))) for h in hits]
+    return [
+        (str(h[id_column]), 1.0 - float(h.get("_distance", 1.0)))
+        for h in _dense_rows(tbl, qvec, column, cond, id_column, n)
+    ]
 
 
 def hybrid(
@@ -185,26 +212,40 @@ def hybrid(
     query: str,
     qvec: np.ndarray,
     n: int,
+    text_columns: Sequence[str] = (),
+    dense_columns: Sequence[str] = (),
 ) -> list[Hit]:
-    """BM25 top-n and cosine top-n of one kind of row, fused by the one RRF."""
+    """BM25 top-n and cosine top-n of one kind of row, fused by the one RRF.
+    Each hit carries the columns its channels were asked for (`Hit.row`), so
+    no second read fetches them."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     ttbl = TurnDocs(store).table if text_table == TURN_DOCS else store.table(text_table)
     vtbl = store.table(vector_table)
-    text = _text_ids(ttbl, query, text_filter, id_column, n)
-    dense = _dense(vtbl, qvec, vector_column, vector_filter, id_column, n)
-    cos = dict(dense)
-    t_rank = {i: r for r, i in enumerate(text, start=1)}
-    d_rank = {i: r for r, (i, _) in enumerate(dense, start=1)}
+    text = _text_rows(ttbl, query, text_filter, id_column, n, text_columns)
+    dense = _dense_rows(vtbl, qvec, vector_column, vector_filter, id_column, n, dense_columns)
+    rows: dict[str, dict[str, Any]] = {}
+    for r in (*dense, *text):  # the text channel's columns win: it may carry more
+        rows.setdefault(str(r[id_column]), {}).update(r)
+    cos = {str(h[id_column]): 1.0 - float(h.get("_distance", 1.0)) for h in dense}
+    text_ids = [str(h[id_column]) for h in text]
+    dense_ids = [str(h[id_column]) for h in dense]
+    t_rank = {i: r for r, i in enumerate(text_ids, start=1)}
+    d_rank = {i: r for r, i in enumerate(dense_ids, start=1)}
     return [
-        Hit(i, s, t_rank.get(i, 0), d_rank.get(i, 0), cos.get(i))
-        for i, s in fuse(text, [i for i, _ in dense])
+        Hit(i, s, t_rank.get(i, 0), d_rank.get(i, 0), cos.get(i), rows[i])
+        for i, s in fuse(text_ids, dense_ids)
     ]
+
+
+TURN_COLUMNS = ("stream_id", "seq", "event_ts")
 
 
 def search_turns(
     store: Store, user_id: str, model: str, query: str, qvec: np.ndarray, n: int
 ) -> list[Hit]:
+    """Hits on turn documents; a text hit's row carries `TURN_COLUMNS` (a
+    cosine-only hit's row does not: turn_vectors holds no position)."""
     return hybrid(
         store,
         text_table=TURN_DOCS,
@@ -216,6 +257,7 @@ def search_turns(
         query=query,
         qvec=qvec,
         n=n,
+        text_columns=TURN_COLUMNS,
     )
 
 
@@ -228,8 +270,10 @@ def search_table(
     qvec: np.ndarray,
     n: int,
     status: str = "active",
+    columns: Sequence[str] = (),
 ) -> list[Hit]:
-    """Facts or reflections: text and vector in the same table."""
+    """Facts or reflections: text and vector in the same table; each hit's
+    row carries `columns`."""
     cond = filters.user(user_id) & filters.eq("status", status)
     return hybrid(
         store,
@@ -242,50 +286,44 @@ def search_table(
         query=query,
         qvec=qvec,
         n=n,
+        text_columns=columns,
+        dense_columns=columns,
     )
 
 
-def rows_by_ids(
-    store: Store, table: str, id_column: str, user_id: str, ids: Sequence[str]
-) -> dict[str, dict[str, Any]]:
-    if not ids:
+def episodes_holding(
+    store: Store, user_id: str, seqs: Mapping[str, Sequence[int]]
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """The episode holding each (stream, seq), in one read: the episodes of
+    those streams that overlap the seqs' span, matched here."""
+    want = {s: sorted(set(v)) for s, v in seqs.items() if v}
+    if not want:
         return {}
-    rows = (
-        store.table(table)
-        .search()
-        .where(filters.user_in(user_id, id_column, ids))
-        .limit(len(set(ids)) + 1)
-        .to_list()
+    lo = min(v[0] for v in want.values())
+    hi = max(v[-1] for v in want.values())
+    cond = (
+        filters.user_in(user_id, "stream_id", want)
+        & (col("first_seq") <= lit(hi))
+        & (col("last_seq") >= lit(lo))
     )
-    return {str(r[id_column]): r for r in rows}
-
-
-def episodes_of(
-    store: Store, user_id: str, stream_id: str, seqs: Sequence[int]
-) -> dict[int, dict[str, Any]]:
-    """The episode holding each seq of one stream (closed episodes only)."""
-    if not seqs:
-        return {}
-    holds: Expr | None = None
-    for s in sorted(set(seqs)):
-        one = (col("first_seq") <= lit(s)) & (col("last_seq") >= lit(s))
-        holds = one if holds is None else holds | one
-    assert holds is not None
-    cond = filters.stream(user_id, stream_id) & holds
     rows = (
         store.table("episodes")
         .search()
         .where(cond)
-        .select(["episode_id", "first_seq", "last_seq", "salience", "summary", "status"])
+        .select(["episode_id", "stream_id", "first_seq", "last_seq", "salience", "status"])
         .limit(None)
         .to_list()
     )
-    out: dict[int, dict[str, Any]] = {}
-    for s in seqs:
-        for r in rows:
-            if int(r["first_seq"]) <= s <= int(r["last_seq"]):
-                out[s] = r
-                break
+    by_stream: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_stream.setdefault(str(r["stream_id"]), []).append(r)
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for stream_id, wanted in want.items():
+        for s in wanted:
+            for r in by_stream.get(stream_id, []):
+                if int(r["first_seq"]) <= s <= int(r["last_seq"]):
+                    out[(stream_id, s)] = r
+                    break
     return out
 
 
@@ -327,17 +365,28 @@ class TextIndex:
         return [int(h["unit"]) for h in hits]
 
 
-def raw_at(store: Store, user_id: str, stream_id: str, seqs: Sequence[int]) -> list[dict[str, Any]]:
-    """Raw rows (turn_id, seq, role, text, event_ts, meta) of some seqs of one stream."""
-    if not seqs:
-        return []
-    want = sorted(set(int(s) for s in seqs))
+def raw_at(
+    store: Store, user_id: str, seqs: Mapping[str, Sequence[int]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Raw rows (turn_id, seq, role, text, event_ts, meta) of some seqs of
+    some streams, in one read; per stream, in seq order."""
+    want = {s: sorted(set(int(x) for x in v)) for s, v in seqs.items() if v}
+    if not want:
+        return {}
+    cond: Expr | None = None
+    for stream_id, wanted in want.items():
+        one = filters.eq("stream_id", stream_id) & col("seq").isin(wanted)
+        cond = one if cond is None else cond | one
+    assert cond is not None
     rows = (
         store.table("raw_turns")
         .search()
-        .where(filters.stream(user_id, stream_id) & col("seq").isin(want))
-        .select(["turn_id", "seq", "role", "text", "event_ts", "meta"])
-        .limit(len(want) + 1)
+        .where(filters.user(user_id) & cond)
+        .select(["turn_id", "stream_id", "seq", "role", "text", "event_ts", "meta"])
+        .limit(sum(len(v) for v in want.values()) + 1)
         .to_list()
     )
-    return sorted(rows, key=lambda r: int(r["seq"]))
+    out: dict[str, list[dict[str, Any]]] = {s: [] for s in want}
+    for r in sorted(rows, key=lambda r: int(r["seq"])):
+        out[str(r["stream_id"])].append(r)
+    return out

@@ -26,6 +26,7 @@ from storage.db import Store, open_store
 from storage.episodes import Episodes
 from storage.facts import Facts
 from storage.raw import RawLog
+from storage.recalls import RecallLog
 from storage.reflections import Reflections
 from storage.state import Checkpoints
 from storage.vectors import TurnVectors
@@ -47,6 +48,7 @@ class Runtime:
     reflections: Reflections = field(init=False)
     checkpoints: Checkpoints = field(init=False)
     vectors: TurnVectors = field(init=False)
+    recalls: RecallLog = field(init=False)  # search's recall writes, off the query path
     user_locks: dict[str, threading.Lock] = field(default_factory=dict)
     stages: StageClock = field(default_factory=StageClock)
     _provider_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -58,6 +60,7 @@ class Runtime:
         self.reflections = Reflections(self.store)
         self.checkpoints = Checkpoints(self.store)
         self.vectors = TurnVectors(self.store)
+        self.recalls = RecallLog(self.store)
 
     @property
     def provider(self) -> Any:

@@ -35,9 +35,8 @@ from storage.recalls import bump_recalls
 from storage.search import (
     Hit,
     TurnDocs,
-    episodes_of,
+    episodes_holding,
     raw_at,
-    rows_by_ids,
     search_table,
     search_turns,
 )
@@ -168,6 +167,18 @@ def record_recall(rt: Runtime, user_id: str, items: Sequence[ScoredItem], now: d
 # search` uses.
 
 HIT_KINDS = ("turns", "facts", "reflections")
+# what ranking and the result need of a fact or reflection, read with its hit
+_ROW = {
+    kind: (
+        "text",
+        "importance",
+        "recall_count",
+        "last_recalled_at",
+        "created_at",
+        "source_episode_ids" if kind == "facts" else "evidence_episode_ids",
+    )
+    for kind in ("facts", "reflections")
+}
 _HIT_KIND = {"turns": "turn", "facts": "fact", "reflections": "reflection"}
 
 
@@ -228,11 +239,17 @@ def _close(a: Turn, b: Turn) -> bool:
 
 
 def sync_turn_docs(rt: Runtime, user_id: str) -> int:
-    """Write the search documents of the user's turns that have none yet."""
+    """Write the search documents of the user's turns that have none yet.
+    In sync (as many documents as turns: documents are unique per turn),
+    that is two counts; otherwise one read of every stream's watermark."""
     docs = TurnDocs(rt.store)
+    heads = rt.raw.streams(user_id)
+    if docs.count(user_id) >= sum(h.n_turns for h in heads):
+        return 0
+    marks = docs.watermarks(user_id)
     written = 0
-    for head in rt.raw.streams(user_id):
-        mark = docs.watermark(user_id, head.stream_id)
+    for head in heads:
+        mark = marks.get(head.stream_id, -1)
         if head.head_seq <= mark:
             continue
         turns = rt.raw.read(user_id, head.stream_id, max(-1, mark - 1), head.head_seq)
@@ -266,7 +283,7 @@ def _contexts(
         want.setdefault(str(r["stream_id"]), set()).update(
             range(s - CONTEXT_TURNS, s + CONTEXT_TURNS + 1)
         )
-    rows = {s: raw_at(rt.store, user_id, s, sorted(v)) for s, v in want.items()}
+    rows = raw_at(rt.store, user_id, {s: sorted(v) for s, v in want.items()})
     out: dict[str, list[dict[str, Any]]] = {}
     for r in hits:
         stream, seq = str(r["stream_id"]), int(r["seq"])
@@ -308,18 +325,19 @@ def search_memory(
     if "turns" in opts.kinds:
         sync_turn_docs(rt, user_id)
         hits = search_turns(rt.store, user_id, rt.embedder.name, query, qvec, opts.pool)
-        meta = {
-            r["turn_id"]: r for r in TurnDocs(rt.store).by_ids(user_id, [h.item_id for h in hits])
-        }
+        # text hits carry their position; only cosine-only hits are looked up
+        meta = {h.item_id: h.row for h in hits if h.row and "seq" in h.row}
+        missing = [h.item_id for h in hits if h.item_id not in meta]
+        meta.update({r["turn_id"]: r for r in TurnDocs(rt.store).by_ids(user_id, missing)})
         by_stream: dict[str, list[int]] = {}
         for r in meta.values():
             by_stream.setdefault(str(r["stream_id"]), []).append(int(r["seq"]))
-        eps = {s: episodes_of(rt.store, user_id, s, seqs) for s, seqs in by_stream.items()}
+        eps = episodes_holding(rt.store, user_id, by_stream)
         for h in hits:
             found = meta.get(h.item_id)
             if found is None:
                 continue
-            ep = eps[str(found["stream_id"])].get(int(found["seq"]))
+            ep = eps.get((str(found["stream_id"]), int(found["seq"])))
             r = {**found, "episode": ep}
             sal = float(ep["salience"] or 0) if ep else 0.0
             ts = to_aware(r["event_ts"]) or now
@@ -327,10 +345,11 @@ def search_memory(
     for kind in ("facts", "reflections"):
         if kind not in opts.kinds:
             continue
-        hits = search_table(rt.store, _TABLE[kind], _ID[kind], user_id, query, qvec, opts.pool)
-        rows = rows_by_ids(rt.store, _TABLE[kind], _ID[kind], user_id, [h.item_id for h in hits])
+        hits = search_table(
+            rt.store, _TABLE[kind], _ID[kind], user_id, query, qvec, opts.pool, columns=_ROW[kind]
+        )
         for h in hits:
-            row = rows.get(h.item_id)
+            row = h.row
             if row is None:
                 continue
             last = _last_access(kind, row, now)
@@ -388,15 +407,17 @@ def search_memory(
 
 
 def _record_hits(rt: Runtime, user_id: str, hits: Sequence[MemoryHit], now: datetime) -> None:
-    """Recall statistics for the facts and reflections returned, and for the
-    episodes that the returned turns came from (decay reads them)."""
+    """Note the recalls of the facts and reflections returned, and of the
+    episodes that the returned turns came from (decay reads them); the
+    runtime's recall log writes them within a second (`rt.recalls.flush()`
+    writes them now)."""
     for kind, table, column in (
         ("fact", "facts", "fact_id"),
         ("reflection", "reflections", "reflection_id"),
     ):
         ids = [h.item_id for h in hits if h.kind == kind]
         if ids:
-            bump_recalls(rt.store, table, column, user_id, ids, now)
+            rt.recalls.note(table, column, user_id, ids, now)
     eps = [h.episode_id for h in hits if h.kind == "turn" and h.episode_id]
     if eps:
-        bump_recalls(rt.store, "episodes", "episode_id", user_id, eps, now)
+        rt.recalls.note("episodes", "episode_id", user_id, eps, now)

@@ -1,0 +1,66 @@
+"""The recall log on a real LanceDB: the shipped search notes its recalls and
+returns; a flush writes them, one update per table for each recall count;
+a write that fails keeps its recalls for the next flush."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from storage.recalls import RecallLog
+from tasks.ingest import ingest_file
+from tasks.search import MemoryOptions, search_memory
+from tasks.segment import poll_stream
+from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
+from tests.integration.memory_items import T0, episode, put, reflection
+
+
+def _slow_log(rt) -> RecallLog:  # type: ignore[no-untyped-def]
+    # no background write within the test: it flushes by hand
+    rt.recalls = RecallLog(rt.store, interval_s=3600)
+    return rt.recalls
+
+
+def test_search_returns_before_its_recalls_are_written(tmp_path: Path) -> None:
+    rt = make_runtime(tmp_path / "home")
+    for user in ("u1", "u2"):
+        path = write_jsonl(tmp_path / f"{user}.jsonl", synthetic_stream(user=user))
+        assert ingest_file(rt.raw, path, "jsonl").accepted > 0
+        head = next(h.head_seq for h in rt.raw.streams(user))
+        poll_stream(rt, user, "s1", head_seq=head, flush=True)
+    rt.reflections.write([reflection(rt, "u1", "the user keeps deploying to staging with helm")])
+    log = _slow_log(rt)
+    eps = rt.store.table("episodes")
+    before = eps.version
+    hits = search_memory(rt, "u1", "helm staging deploy", MemoryOptions(k=3), now=T0)
+    recalled = {h.episode_id for h in hits if h.kind == "turn" and h.episode_id}
+    assert recalled and log.pending() >= len(recalled)
+    assert eps.version == before  # nothing written on the query path
+    assert all(e.recall_count == 0 for e in rt.episodes.list("u1"))
+
+    later = T0 + timedelta(minutes=5)
+    again = search_memory(rt, "u1", "helm staging deploy", MemoryOptions(k=3), now=later)
+    twice = recalled & {h.episode_id for h in again if h.kind == "turn"}
+    assert twice  # the same query finds the same episodes
+    assert log.flush() >= len(recalled)
+    assert log.pending() == 0
+    by_id = {e.episode_id: e for e in rt.episodes.list("u1")}
+    for eid in twice:
+        assert by_id[eid].recall_count == 2  # both searches counted, in one write
+        assert by_id[eid].last_recalled_at == later  # the latest of the window
+    assert all(e.recall_count == 0 for e in rt.episodes.list("u2"))
+    # one update per table and count: at most two counts (1 and 2) for episodes
+    assert before < eps.version <= before + 2
+    refl = rt.reflections.list("u1")[0]
+    assert refl.recall_count == sum(h.kind == "reflection" for h in [*hits, *again])
+
+
+def test_a_failed_write_keeps_its_recalls_for_the_next_flush(tmp_path: Path) -> None:
+    rt = make_runtime(tmp_path / "home")
+    (ep,) = put(rt, episode(rt, "u1", "deploy with helm", seq=0))
+    log = _slow_log(rt)
+    log.note("episodes", "episode_id", "u1", [ep.episode_id], T0)
+    log.note("no_such_table", "item_id", "u1", ["x"], T0)  # this write raises
+    assert log.flush() == 1
+    assert log.pending() == 1  # the failed one is noted again, not dropped
+    assert rt.episodes.list("u1")[0].recall_count == 1
