@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -309,6 +310,63 @@ def _contexts(
     return out
 
 
+_Cand = tuple[Components, str, Hit, dict[str, Any]]
+_READERS = ThreadPoolExecutor(max_workers=len(HIT_KINDS), thread_name_prefix="episodic-search")
+
+
+def _turn_candidates(
+    rt: Runtime,
+    user_id: str,
+    query: str,
+    qvec: np.ndarray,
+    opts: MemoryOptions,
+    now: datetime,
+) -> list[_Cand]:
+    sync_turn_docs(rt, user_id)
+    hits = search_turns(rt.store, user_id, rt.embedder.name, query, qvec, opts.pool)
+    # text hits carry their position; only cosine-only hits are looked up
+    meta = {h.item_id: h.row for h in hits if h.row and "seq" in h.row}
+    missing = [h.item_id for h in hits if h.item_id not in meta]
+    meta.update({r["turn_id"]: r for r in TurnDocs(rt.store).by_ids(user_id, missing)})
+    by_stream: dict[str, list[int]] = {}
+    for r in meta.values():
+        by_stream.setdefault(str(r["stream_id"]), []).append(int(r["seq"]))
+    eps = episodes_holding(rt.store, user_id, by_stream)
+    out: list[_Cand] = []
+    for h in hits:
+        found = meta.get(h.item_id)
+        if found is None:
+            continue
+        ep = eps.get((str(found["stream_id"]), int(found["seq"])))
+        r = {**found, "episode": ep}
+        sal = float(ep["salience"] or 0) if ep else 0.0
+        ts = to_aware(r["event_ts"]) or now
+        out.append((fixed_score(h.rrf, ts, sal, now, opts.weights), "turns", h, r))
+    return out
+
+
+def _row_candidates(
+    rt: Runtime,
+    kind: str,
+    user_id: str,
+    query: str,
+    qvec: np.ndarray,
+    opts: MemoryOptions,
+    now: datetime,
+) -> list[_Cand]:
+    hits = search_table(
+        rt.store, _TABLE[kind], _ID[kind], user_id, query, qvec, opts.pool, columns=_ROW[kind]
+    )
+    out: list[_Cand] = []
+    for h in hits:
+        if h.row is None:
+            continue
+        last = _last_access(kind, h.row, now)
+        imp = _importance(kind, h.row, now, 24.0 * 7)
+        out.append((fixed_score(h.rrf, last, imp, now, opts.weights), kind, h, h.row))
+    return out
+
+
 def search_memory(
     rt: Runtime,
     user_id: str,
@@ -321,40 +379,15 @@ def search_memory(
     opts = opts or MemoryOptions()
     now = now or now_utc()
     qvec = rt.embedder.embed([query])[0].astype(np.float32)
-    cands: list[tuple[Components, str, Hit, dict[str, Any]]] = []
-    if "turns" in opts.kinds:
-        sync_turn_docs(rt, user_id)
-        hits = search_turns(rt.store, user_id, rt.embedder.name, query, qvec, opts.pool)
-        # text hits carry their position; only cosine-only hits are looked up
-        meta = {h.item_id: h.row for h in hits if h.row and "seq" in h.row}
-        missing = [h.item_id for h in hits if h.item_id not in meta]
-        meta.update({r["turn_id"]: r for r in TurnDocs(rt.store).by_ids(user_id, missing)})
-        by_stream: dict[str, list[int]] = {}
-        for r in meta.values():
-            by_stream.setdefault(str(r["stream_id"]), []).append(int(r["seq"]))
-        eps = episodes_holding(rt.store, user_id, by_stream)
-        for h in hits:
-            found = meta.get(h.item_id)
-            if found is None:
-                continue
-            ep = eps.get((str(found["stream_id"]), int(found["seq"])))
-            r = {**found, "episode": ep}
-            sal = float(ep["salience"] or 0) if ep else 0.0
-            ts = to_aware(r["event_ts"]) or now
-            cands.append((fixed_score(h.rrf, ts, sal, now, opts.weights), "turns", h, r))
-    for kind in ("facts", "reflections"):
-        if kind not in opts.kinds:
-            continue
-        hits = search_table(
-            rt.store, _TABLE[kind], _ID[kind], user_id, query, qvec, opts.pool, columns=_ROW[kind]
-        )
-        for h in hits:
-            row = h.row
-            if row is None:
-                continue
-            last = _last_access(kind, row, now)
-            imp = _importance(kind, row, now, 24.0 * 7)
-            cands.append((fixed_score(h.rrf, last, imp, now, opts.weights), kind, h, row))
+    # the kinds' reads overlap: LanceDB runs them outside the GIL
+    parts = [
+        _READERS.submit(_turn_candidates, rt, user_id, query, qvec, opts, now)
+        if kind == "turns"
+        else _READERS.submit(_row_candidates, rt, kind, user_id, query, qvec, opts, now)
+        for kind in HIT_KINDS
+        if kind in opts.kinds
+    ]
+    cands = [c for part in parts for c in part.result()]
     cands.sort(key=lambda c: (-c[0].score, c[2].item_id))
     budget = opts.max_turns if opts.max_turns is not None else 3 * opts.k
     head = [c[3] for c in cands if c[1] == "turns"][: max(opts.k, budget)]
