@@ -181,7 +181,7 @@ def _ann(rt: Any, root: Path, qs: list[tuple[str, str]]) -> dict[str, Any]:
     }
 
 
-def bench_size(n: int, queries: int = QUERIES, seed: int = 0) -> dict[str, Any]:
+def bench_size(n: int, queries: int = QUERIES, seed: int = 0, ann: bool = True) -> dict[str, Any]:
     from episodic.config import Settings
     from tasks.runtime import build_runtime
 
@@ -198,7 +198,10 @@ def bench_size(n: int, queries: int = QUERIES, seed: int = 0) -> dict[str, Any]:
     load_before = machine().get("load_avg_1m")
     out = _shipped(rt, qs)
     _log(f"{n} items: shipped {out['shipped']}")
-    out.update(_ann(rt, root, qs))
+    if ann:
+        out.update(_ann(rt, root, qs))
+    else:
+        out["ivf_hnsw_sq"] = {"not_built": "skipped (--skip-ann): the shipped path builds none"}
     _log(f"{n} items: ann {out['ivf_hnsw_sq']}")
     row = {
         "items": n,
@@ -221,8 +224,8 @@ def _root(n: int) -> Path:
     return Path(tempfile.gettempdir()) / f"episodic-bench-retrieval-{n}"
 
 
-def bench_retrieval(sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
-    return summary([bench_size(n) for n in sizes])
+def bench_retrieval(sizes: tuple[int, ...] = SIZES, ann: bool = True) -> dict[str, Any]:
+    return summary([bench_size(n, ann=ann) for n in sizes])
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -247,4 +250,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 if __name__ == "__main__":
     # python -m bench.retrieval 100000 1000000: measure, print JSON
     # (python -m bench.retrieval_stored 10000 100000 1000000 stores the kept rows)
-    print(json.dumps(bench_retrieval(tuple(int(a) for a in sys.argv[1:]) or SIZES), indent=1))
+    # (--skip-ann: no IVF_HNSW_SQ copy; hours of index building at 1M on 2 cores)
+    args = [a for a in sys.argv[1:] if a != "--skip-ann"]
+    sizes = tuple(int(a) for a in args) or SIZES
+    print(json.dumps(bench_retrieval(sizes, ann="--skip-ann" not in sys.argv), indent=1))

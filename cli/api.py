@@ -263,14 +263,14 @@ def create_app(rt: Runtime | None = None, keys: ApiKeys | None = None) -> FastAP
         key: Reader,
         q: Annotated[str, Query(min_length=1, max_length=4000)],
         k: Annotated[int, Query(ge=1, le=100)] = 10,
-        kinds: Annotated[str, Query(max_length=200)] = "episodes,facts,reflections",
+        kinds: Annotated[str, Query(max_length=200)] = "turns,facts,reflections",
     ) -> list[dict[str, Any]]:
-        from tasks.search import SearchOptions
-        from tasks.search import search as run_search
+        # the shipped search, as `episodic search` runs it (docs/retrieval.md)
+        from tasks.search import MemoryOptions, search_memory
 
         try:
-            opts = SearchOptions(k=k, kinds=tuple(x.strip() for x in kinds.split(",") if x.strip()))
-            return [i.as_dict() for i in run_search(rt, key.user_id, q, opts)]
+            opts = MemoryOptions(k=k, kinds=tuple(x.strip() for x in kinds.split(",") if x.strip()))
+            return [i.as_dict() for i in search_memory(rt, key.user_id, q, opts)]
         except ValueError as e:
             raise HTTPException(400, str(e)) from e
 

@@ -49,15 +49,30 @@ def build_server(user_id: str, rt: Runtime | None = None) -> MCPServer:
 
     @server.tool()
     def recall(query: str, k: int = 5) -> dict[str, Any]:
-        """Search memory (episodes, facts, reflections); each hit with its score."""
-        from tasks.search import SearchOptions, search
+        """Search memory (turns with their neighbours, facts, reflections), as
+        `episodic search` does; each hit with its score, turns and episode."""
+        from tasks.search import MemoryOptions, search_memory
 
         if not query.strip():
             raise ValueError("query is empty")
         if not 1 <= k <= 100:
             raise ValueError(f"k must be between 1 and 100, got {k}")
-        hits = search(rt, user_id, query, SearchOptions(k=k))
-        return {"hits": [{"kind": h.kind, "text": h.text, "score": h.score} for h in hits]}
+        hits = search_memory(rt, user_id, query, MemoryOptions(k=k))
+        return {
+            "hits": [
+                {
+                    "kind": h.kind,
+                    "text": h.text,
+                    "score": h.score,
+                    "episode_id": h.episode_id,
+                    "turns": [
+                        {"speaker": t["speaker"], "text": t["text"], "event_ts": t["event_ts"]}
+                        for t in h.turns
+                    ],
+                }
+                for h in hits
+            ]
+        }
 
     @server.tool()
     def facts(as_of: str | None = None) -> dict[str, Any]:

@@ -61,10 +61,14 @@ def test_mcp_tools_over_stdio(tmp_path: Path) -> None:
         hits = _data(await session.call_tool("recall", {"query": "helm staging deploy", "k": 3}))
         eps = _data(await session.call_tool("episodes", {"recent": 5}))
         facts = _data(await session.call_tool("facts", {}))
-        return hits, eps, facts
+        every = _data(await session.call_tool("episodes", {"recent": 1000}))
+        return hits, eps, facts, every
 
-    hits, eps, facts = anyio.run(_session, home, "mcp-user", read)
+    hits, eps, facts, every = anyio.run(_session, home, "mcp-user", read)
     assert hits["hits"] and any("helm" in h["text"] for h in hits["hits"])
+    # the shipped search: a turn hit comes with its neighbours and its episode
+    turn = next(h for h in hits["hits"] if h["kind"] == "turn")
+    assert turn["turns"] and turn["episode_id"] in {e["episode_id"] for e in every["episodes"]}
     assert 1 <= len(eps["episodes"]) <= 5
     assert isinstance(facts["facts"], list)
 
