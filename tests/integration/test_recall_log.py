@@ -4,8 +4,11 @@ a write that fails keeps its recalls for the next flush."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
+
+import pytest
 
 from storage.recalls import RecallLog
 from tasks.ingest import ingest_file
@@ -64,3 +67,35 @@ def test_a_failed_write_keeps_its_recalls_for_the_next_flush(tmp_path: Path) -> 
     assert log.flush() == 1
     assert log.pending() == 1  # the failed one is noted again, not dropped
     assert rt.episodes.list("u1")[0].recall_count == 1
+
+
+def test_a_warm_search_reads_a_bounded_number_of_times_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The latency guard that does not time: reads per search (each a LanceDB
+    query of 8-40 ms at 1M turns, docs/perf/notes.md) and no commit."""
+    from lancedb.table import LanceTable
+
+    rt = make_runtime(tmp_path / "home")
+    path = write_jsonl(tmp_path / "u1.jsonl", synthetic_stream(user="u1"))
+    ingest_file(rt.raw, path, "jsonl")
+    poll_stream(rt, "u1", "s1", head_seq=next(h.head_seq for h in rt.raw.streams("u1")), flush=True)
+    rt.reflections.write([reflection(rt, "u1", "the user keeps deploying to staging with helm")])
+    _slow_log(rt)
+    search_memory(rt, "u1", "helm staging deploy", MemoryOptions(), now=T0)  # syncs turn docs
+    calls: Counter[str] = Counter()
+    for name in ("search", "count_rows", "update", "merge_insert", "add", "delete"):
+        real = getattr(LanceTable, name)
+
+        def counted(self, *a, _real=real, _name=name, **k):  # type: ignore[no-untyped-def]
+            calls[_name] += 1
+            return _real(self, *a, **k)
+
+        monkeypatch.setattr(LanceTable, name, counted)
+    hits = search_memory(rt, "u1", "helm staging deploy", MemoryOptions(), now=T0)
+    assert hits
+    # BM25 + cosine for each of 3 kinds, cosine-only turns' positions, the
+    # hits' episodes, their context turns, the stream heads: 10 at most
+    assert calls["search"] <= 10, calls
+    assert calls["count_rows"] <= 2, calls  # raw vs turn documents
+    assert not {"update", "merge_insert", "add", "delete"} & set(calls), calls
