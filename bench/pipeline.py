@@ -4,7 +4,8 @@ The same realistic turns are embedded alone (same embedder, same batches as a
 poll), then run through the consolidate flow (read, embed, segment, write
 episodes and checkpoints, salience, facts, reflection) with the offline
 provider. Model loading and the start of Prefect's ephemeral API are warmed up
-outside both timings; ingest is timed apart."""
+outside both timings; ingest is timed apart. The embedder is the default
+(`EPISODIC_EMBEDDER`'s default) unless named."""
 
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ import time
 from typing import Any
 
 from bench.corpus import bench_env, ingest, machine, realistic_turns, report, target
+from episodic.config import Settings
 
 TARGET_RATIO = 0.85
 
 
+DEFAULT_EMBEDDER: str = Settings.model_fields["embedder"].default
+
+
 def bench_pipeline(
-    turns: int = 20_000, embedder: str = "minilm", users: int = 10
+    turns: int = 20_000, embedder: str = DEFAULT_EMBEDDER, users: int = 10
 ) -> dict[str, Any]:
     from bench.corpus import run_consolidate
     from tasks.runtime import get_runtime
@@ -48,6 +53,7 @@ def bench_pipeline(
         "turns": len(items),
         "users": users,
         "embedder": rt.embedder.name,
+        "embedder_setting": embedder,
         "turns_per_s": round(tps, 1),
         "embed_only_turns_per_s": round(etps, 1),
         "ratio": round(tps / etps, 3),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from filelock import FileLock
 
 from episodic.embed.base import models_dir, normalise, offline_hub, weights_path
 
@@ -28,6 +29,15 @@ def export_int8(out_dir: Path | None = None) -> Path:
     if q8.exists():
         return q8
     out.mkdir(parents=True, exist_ok=True)
+    # the default embedder: workers starting together on a fresh home would
+    # otherwise export into the same files at once
+    with FileLock(str(out / ".export.lock")):
+        if not q8.exists():
+            _export(out, q8)
+    return q8
+
+
+def _export(out: Path, q8: Path) -> None:
     offline_hub()
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -70,7 +80,6 @@ def export_int8(out_dir: Path | None = None) -> Path:
     # per-channel weights: cosine to fp32 0.99 on short turns (per-tensor: 0.93 to 0.97)
     quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
     tmp.replace(q8)  # a crash mid-quantization leaves no half file behind
-    return q8
 
 
 class OnnxInt8Embedder:

@@ -45,3 +45,18 @@ def test_a_figure_not_reached_fails_as_not_measured() -> None:
     assert res["failing"]["pk_loss_superdialseg"] == "not measured"
     assert res["failing"]["locomo_recall_loss"] == "not measured"
     assert "pk_loss_tiage" not in res["failing"]
+
+
+def test_the_shipped_default_follows_the_stored_decision() -> None:
+    """The default embedder is what the last stored embed-default run decided
+    (docs/perf/embed-default.json), so that neither moves without the other."""
+    import json
+    from pathlib import Path
+
+    from episodic.config import Settings
+
+    stored = Path(__file__).resolve().parents[2] / "docs/perf/embed-default.json"
+    res = json.loads(stored.read_text(encoding="utf-8"))["result"]
+    assert res["failing"] == {} if res["int8_default"] else res["failing"]
+    want = res["candidate"] if res["int8_default"] else res["baseline"]
+    assert Settings.model_fields["embedder"].default == want
