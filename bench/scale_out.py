@@ -632,6 +632,7 @@ def scale_out(
     tmp: Path | None = None,
     clean: bool = True,
     sharded: bool = True,
+    per_user: bool = True,
 ) -> dict[str, Any]:
     """The figures of `episodic bench scale-out --json`: a clean pass per
     worker count with one run per user and, with `sharded`, one with one run
@@ -639,14 +640,15 @@ def scale_out(
     its process start once); a pass at the largest count with `faults` (default: 10
     flow-run kills and 1 whole-worker kill) and, with `restart`, a pass
     during which the Prefect server restarts. Every pass is compared with
-    the uninterrupted reference."""
+    the uninterrupted reference. `per_user=False` leaves out the clean
+    passes with a run per user (a larger corpus, sharded passes only)."""
     faults = Faults(kills=10, worker_kills=1) if faults is None else faults
     base = Path(tempfile.mkdtemp(prefix="episodic-scale-", dir=tmp))
     rows = synthetic_corpus(users, streams, turns)
     names = sorted({r["user_id"] for r in rows})
     out: dict[str, Any] = {"users": users, "streams": users * streams, "turns": len(rows)}
     top = max(workers)
-    cases = [(n, "clean", Faults(), 0) for n in workers if clean]
+    cases = [(n, "clean", Faults(), 0) for n in workers if clean and per_user]
     cases += [(n, "clean", Faults(), top) for n in workers if clean and sharded]
     cases += [(top, "faults", faults, 0)] if faults.any() else []
     cases += [(top, "restart", Faults(server_restart=True), 0)] if restart else []
