@@ -311,7 +311,9 @@ def _contexts(
 
 
 _Cand = tuple[Components, str, Hit, dict[str, Any]]
-_READERS = ThreadPoolExecutor(max_workers=len(HIT_KINDS), thread_name_prefix="episodic-search")
+# shared by concurrent searches (the API's request threads): room for several
+# searches' reads at once, which on object storage wait on the network
+_READERS = ThreadPoolExecutor(max_workers=4 * len(HIT_KINDS), thread_name_prefix="episodic-search")
 
 
 def _turn_candidates(
