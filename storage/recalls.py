@@ -91,7 +91,8 @@ class RecallLog:
             for i in set(ids):
                 n, last = seen.get(i, (0, now))
                 seen[i] = (n + 1, max(last, now))
-            if self._thread is None:
+            # not alive: ended, or left behind by a fork of this process
+            if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._loop, name="episodic-recalls", daemon=True
                 )

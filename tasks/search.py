@@ -5,6 +5,7 @@ the recall of every returned item recorded in one atomic update per table."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -311,9 +312,24 @@ def _contexts(
 
 
 _Cand = tuple[Components, str, Hit, dict[str, Any]]
+
+
 # shared by concurrent searches (the API's request threads): room for several
 # searches' reads at once, which on object storage wait on the network
-_READERS = ThreadPoolExecutor(max_workers=4 * len(HIT_KINDS), thread_name_prefix="episodic-search")
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=4 * len(HIT_KINDS), thread_name_prefix="episodic-search")
+
+
+_READERS = _pool()
+
+
+def _fresh_readers() -> None:
+    # a forked child inherits the pool but not its threads: it would wait forever
+    global _READERS
+    _READERS = _pool()
+
+
+os.register_at_fork(after_in_child=_fresh_readers)
 
 
 def _turn_candidates(
