@@ -67,25 +67,22 @@ def run_demo(console: Console) -> dict[str, object]:
             f.text,
         )
     console.print(ft)
-    from tasks.search import MemoryOptions, search_memory
+    from tasks.search import SearchOptions, search
 
-    # what `episodic search` runs: hybrid hits on turns, facts and reflections
-    hits = search_memory(rt, USER, "where does the user live", MemoryOptions(k=3))
-    rt.recalls.flush()
+    hits = search(rt, USER, "where does the user live", SearchOptions(k=3))
     st = Table(
-        title="5. search 'where does the user live' "
-        "(score = relevance + 0.1 recency + 0.1 importance)"
+        title="5. search 'where does the user live' (score = recency + importance + similarity)"
     )
-    for col, w in (("score", 5), ("kind", 10), ("rel", 4), ("rec", 4), ("imp", 4)):
+    for col, w in (("score", 5), ("kind", 7), ("rec", 4), ("imp", 4), ("sim", 4)):
         st.add_column(col, no_wrap=True, min_width=w)
     st.add_column("text", no_wrap=True, overflow="ellipsis", max_width=50)
     for h in hits:
         st.add_row(
             f"{h.score:.2f}",
             h.kind,
-            f"{h.relevance:.2f}",
             f"{h.recency:.2f}",
             f"{h.importance:.2f}",
+            f"{h.similarity:.2f}",
             h.text[:70],
         )
     console.print(st)
