@@ -421,14 +421,16 @@ def search_memory(
         if kind == "turns":
             if h.item_id not in contexts:
                 contexts.update(_contexts(rt, user_id, [r]))
-            turns = [t for t in contexts.get(h.item_id, []) if t["turn_id"] not in returned]
+            near = contexts.get(h.item_id, [])
+            turns = [t for t in near if t["turn_id"] not in returned]
             if not turns:
                 continue  # already returned as the context of a better hit
             if opts.max_turns is not None:
                 turns = turns[: opts.max_turns - len(returned)]
             returned.update(t["turn_id"] for t in turns)
             episode_id = str(r["episode"]["episode_id"]) if r.get("episode") else None
-            text = next((t["text"] for t in turns if t["turn_id"] == h.item_id), "")
+            # the hit's own text, also when an earlier hit already returned it
+            text = next((t["text"] for t in near if t["turn_id"] == h.item_id), "")
         else:
             text = str(r["text"])
             col = "source_episode_ids" if kind == "facts" else "evidence_episode_ids"

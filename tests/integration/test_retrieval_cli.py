@@ -65,6 +65,14 @@ def test_search_json_gives_turns_episode_and_score_parts(tmp_path: Path) -> None
         )
     returned = [t["turn_id"] for i in items for t in i["turns"]]
     assert len(returned) == len(set(returned))  # no turn twice
+    # a turn hit shows its own text, also when a better hit already returned it
+    raw = {t.turn_id: t.text for t in rt.raw.read("u1", "s1", -1, 10_000)}
+    wide = CliRunner().invoke(
+        app, ["search", "helm staging deploy", "--user", "u1", "-k", "10", "--json"]
+    )
+    assert wide.exit_code == 0, wide.output
+    hits = [i for i in json.loads(wide.stdout) if i["kind"] == "turn"]
+    assert hits and all(i["text"] == raw[i["item_id"]] for i in hits)
     # a real recall: the episode the turns came from was recalled once
     eps = {e.episode_id: e for e in rt.episodes.list("u1")}
     assert first["episode_id"] in eps and eps[first["episode_id"]].recall_count >= 1
