@@ -332,14 +332,27 @@ def _fresh_readers() -> None:
 os.register_at_fork(after_in_child=_fresh_readers)
 
 
-def _turn_candidates(
-    rt: Runtime,
-    user_id: str,
-    query: str,
-    qvec: np.ndarray,
-    opts: MemoryOptions,
-    now: datetime,
-) -> list[_Cand]:
+@dataclass(frozen=True)
+class _Ask:
+    """One search, as its readers see it."""
+
+    rt: Runtime
+    user_id: str
+    query: str
+    qvec: np.ndarray
+    opts: MemoryOptions
+    now: datetime
+
+
+def _turn_candidates(ask: _Ask) -> list[_Cand]:
+    rt, user_id, query, qvec, opts, now = (
+        ask.rt,
+        ask.user_id,
+        ask.query,
+        ask.qvec,
+        ask.opts,
+        ask.now,
+    )
     sync_turn_docs(rt, user_id)
     hits = search_turns(rt.store, user_id, rt.embedder.name, query, qvec, opts.pool)
     # text hits carry their position; only cosine-only hits are looked up
@@ -363,25 +376,24 @@ def _turn_candidates(
     return out
 
 
-def _row_candidates(
-    rt: Runtime,
-    kind: str,
-    user_id: str,
-    query: str,
-    qvec: np.ndarray,
-    opts: MemoryOptions,
-    now: datetime,
-) -> list[_Cand]:
+def _row_candidates(ask: _Ask, kind: str) -> list[_Cand]:
     hits = search_table(
-        rt.store, _TABLE[kind], _ID[kind], user_id, query, qvec, opts.pool, columns=_ROW[kind]
+        ask.rt.store,
+        _TABLE[kind],
+        _ID[kind],
+        ask.user_id,
+        ask.query,
+        ask.qvec,
+        ask.opts.pool,
+        columns=_ROW[kind],
     )
     out: list[_Cand] = []
     for h in hits:
         if h.row is None:
             continue
-        last = _last_access(kind, h.row, now)
-        imp = _importance(kind, h.row, now, 24.0 * 7)
-        out.append((fixed_score(h.rrf, last, imp, now, opts.weights), kind, h, h.row))
+        last = _last_access(kind, h.row, ask.now)
+        imp = _importance(kind, h.row, ask.now, 24.0 * 7)
+        out.append((fixed_score(h.rrf, last, imp, ask.now, ask.opts.weights), kind, h, h.row))
     return out
 
 
@@ -398,10 +410,11 @@ def search_memory(
     now = now or now_utc()
     qvec = rt.embedder.embed([query])[0].astype(np.float32)
     # the kinds' reads overlap: LanceDB runs them outside the GIL
+    ask = _Ask(rt, user_id, query, qvec, opts, now)
     parts = [
-        _READERS.submit(_turn_candidates, rt, user_id, query, qvec, opts, now)
+        _READERS.submit(_turn_candidates, ask)
         if kind == "turns"
-        else _READERS.submit(_row_candidates, rt, kind, user_id, query, qvec, opts, now)
+        else _READERS.submit(_row_candidates, ask, kind)
         for kind in HIT_KINDS
         if kind in opts.kinds
     ]
