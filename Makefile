@@ -37,9 +37,9 @@ test: install
 	$(PY) -m pytest
 
 lint: install
-	$(VENV)/bin/ruff check episodic storage tasks flows cli bench tests
-	$(VENV)/bin/ruff format --check episodic storage tasks flows cli bench tests
-	$(VENV)/bin/mypy episodic storage tasks flows cli bench
+	$(VENV)/bin/ruff check episodic storage tasks flows tests
+	$(VENV)/bin/ruff format --check episodic storage tasks flows tests
+	$(VENV)/bin/mypy episodic storage tasks flows tests
 
 bench: install
 	EPISODIC_HOME=$(HOME_DIR) $(VENV)/bin/episodic bench all

@@ -9,6 +9,7 @@ EpisodicError
 |   +-- LLMTransientError  timeout, 429 or 5xx; worth retrying
 |   +-- LLMSchemaError     the answer never fit the response model
 +-- SegmenterStateError    a checkpoint could not be restored
++-- NotFoundError          no such user, episode or fact for this user
 
 `ExitCode` is the one table of the command line's exit codes.
 """
@@ -105,3 +106,13 @@ class LLMSchemaError(LLMError):
 
 class SegmenterStateError(EpisodicError):
     pass
+
+
+class NotFoundError(EpisodicError, LookupError):
+    """`kind` is user, episode or fact; `ident` what was asked for (never another
+    user's row: a foreign id is reported exactly as a missing one)."""
+
+    def __init__(self, kind: str, ident: str, hint: str = "") -> None:
+        super().__init__(f"no {kind} {ident!r}" + (f": {hint}" if hint else ""))
+        self.kind = kind
+        self.ident = ident

@@ -23,21 +23,21 @@ from tasks.alerts import emit_lag_alerts
 from tasks.exclusion import user_slot
 from tasks.names import from_params
 from tasks.report import consolidate_markdown, publish_markdown
-from tasks.runtime import Runtime, get_runtime
-from tasks.segment import idle_due
+from episodic.service.memory import Memory
+from episodic.service.runtime import Runtime
+from episodic.service.segment import idle_due
 from tasks.steps import merge_facts, score_salience, segment_streams
 
 SALIENCE_CHUNK = 500  # one read and one write per chunk: fewer, larger writes
 
 
 def _work(
-    user: str | None, flush: bool = False, part: Shard | None = None
+    rt: Runtime, user: str | None, flush: bool = False, part: Shard | None = None
 ) -> dict[str, list[tuple[str, int]]]:
     """Streams with turns above their watermark or an open episode the idle
     close (or `flush`) would close now, and users with episodes still to score
     or merge; with `part`, of that shard's users only. Reads only (and emits
     the lag alert, tasks/alerts.py): an idle poll stops here, without a task run."""
-    rt = get_runtime()
     marks = rt.checkpoints.progress(user)
     todo: dict[str, list[tuple[str, int]]] = {}
     waiting: dict[str, dict[str, int]] = {}  # user -> stream -> head: open, nothing new
@@ -66,12 +66,14 @@ def _work(
     return todo
 
 
-def consolidate_user(user_id: str, streams: list[tuple[str, int]], flush: bool) -> dict[str, Any]:
+def consolidate_user(
+    memory: Memory, user_id: str, streams: list[tuple[str, int]], flush: bool
+) -> dict[str, Any]:
     """One user's consolidation, exclusive across machines (the user's Prefect
     concurrency slot, when EPISODIC_USER_SLOT=prefect), then on this machine
     (the file lock, a fast path), with the checkpoint version check as the
     last line (tasks/exclusion.py)."""
-    rt = get_runtime()
+    rt = memory.rt
     logger = get_run_logger()
     across = rt.settings.user_slot == "prefect"
     with (
@@ -81,9 +83,9 @@ def consolidate_user(user_id: str, streams: list[tuple[str, int]], flush: bool) 
         if slot_wait > 1.0 or waited:
             logger.info("waited for another consolidation of this user to finish")
         try:
-            return _consolidate_leased(user_id, streams, flush)
+            return _consolidate_leased(memory, user_id, streams, flush)
         except BaseException:
-            _mark_run(user_id, streams, "Failed")
+            _mark_run(rt, user_id, streams, "Failed")
             raise
 
 
@@ -101,13 +103,12 @@ consolidate_user_task = task(
 )(consolidate_user)
 
 
-def _mark_run(user_id: str, streams: list[tuple[str, int]], state: str) -> None:
+def _mark_run(rt: Runtime, user_id: str, streams: list[tuple[str, int]], state: str) -> None:
     """Name this run and its state on each stream it touched (`episodic status`)."""
     from prefect.runtime import flow_run
 
     if not streams:
         return
-    rt = get_runtime()
     name = str(flow_run.name or "")
     try:
         rt.checkpoints.mark_runs(user_id, [s for s, _ in streams], name, state)
@@ -116,10 +117,10 @@ def _mark_run(user_id: str, streams: list[tuple[str, int]], state: str) -> None:
 
 
 def _consolidate_leased(
-    user_id: str, streams: list[tuple[str, int]], flush: bool
+    memory: Memory, user_id: str, streams: list[tuple[str, int]], flush: bool
 ) -> dict[str, Any]:
-    rt = get_runtime()
-    polls = segment_streams(user_id, streams, flush, n=len(streams)) if streams else []
+    rt = memory.rt
+    polls = segment_streams(memory, user_id, streams, flush, n=len(streams)) if streams else []
     new_ids = [e for p in polls for e in p["episodes"]]
     pending = [e.episode_id for e in rt.episodes.unscored(user_id)]
     ids = list(dict.fromkeys(new_ids + pending))
@@ -127,41 +128,49 @@ def _consolidate_leased(
     # free thread, and with every thread running a user's task none comes
     # (a hang with PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS at or below the users)
     scored = [
-        score_salience(user_id, ids[i : i + SALIENCE_CHUNK], n=len(ids[i : i + SALIENCE_CHUNK]))
+        score_salience(
+            memory, user_id, ids[i : i + SALIENCE_CHUNK], n=len(ids[i : i + SALIENCE_CHUNK])
+        )
         for i in range(0, len(ids), SALIENCE_CHUNK)
     ]
-    facts = merge_facts(user_id)
-    reflection = maybe_reflect_user(user_id)
-    _mark_run(user_id, streams, "Completed")
+    facts = merge_facts(memory, user_id)
+    reflection = maybe_reflect_user(rt, user_id)
+    _mark_run(rt, user_id, streams, "Completed")
     return {"polls": polls, "salience": scored, "facts": facts, "reflection": reflection}
 
 
-def maybe_reflect_user(user_id: str) -> dict[str, Any] | None:
-    from tasks.reflect import reflect_if_due
+def maybe_reflect_user(rt: Runtime, user_id: str) -> dict[str, Any] | None:
+    from episodic.service.reflect import reflect_if_due
 
-    with get_runtime().stages.measure(Stage.REFLECTION):
-        return reflect_if_due(user_id)
+    with rt.stages.measure(Stage.REFLECTION):
+        return reflect_if_due(rt, user_id)
 
 
 @flow(name="consolidate", flow_run_name=from_params("consolidate"), log_prints=True)
 def consolidate(
-    user: str | None = None, flush: bool = False, plot: bool = False, shard: str | None = None
+    user: str | None = None,
+    flush: bool = False,
+    plot: bool = False,
+    shard: str | None = None,
+    memory: Memory | None = None,
 ) -> dict[str, Any] | State[Any]:
     """Segment new turns into episodes, score them, merge their facts, reflect when due.
 
     `flush` closes every open episode too (end of a replay); `plot` redraws
     each processed user's timeline picture (off by default: it replays the
     stream); `shard` ("I/N") keeps only the users of that shard
-    (episodic/shards.py), for N runs on N workers."""
+    (episodic/shards.py), for N runs on N workers; `memory` is the service to
+    work on (a deployment's run builds one from the environment)."""
     started = time.monotonic()
     began: datetime = now_utc()
-    rt = get_runtime()
+    memory = memory or Memory()
+    rt = memory.rt
     logger = get_run_logger()
     usage_before = rt.provider.usage.as_dict()
     wait_before = _llm_wait(rt)
     stages_before = rt.stages.snapshot()
     part = Shard.parse(shard) if shard is not None else None  # a bad one fails first
-    todo = _work(user, flush, part)
+    todo = _work(rt, user, flush, part)
     if not todo and not plot:
         summary = summarise({}, {}, time.monotonic() - started, began)
         logger.info("nothing to do")
@@ -171,7 +180,8 @@ def consolidate(
     step = rt.settings.user_threads  # users at once: memory grows with it
     for i in range(0, len(users), step):
         futures = {
-            uid: consolidate_user_task.submit(uid, s, flush) for uid, s in users[i : i + step]
+            uid: consolidate_user_task.submit(memory, uid, s, flush)
+            for uid, s in users[i : i + step]
         }
         by_user |= {uid: f.result() for uid, f in futures.items()}
     usage = {k: v - usage_before.get(k, 0) for k, v in rt.provider.usage.as_dict().items()}
@@ -190,7 +200,7 @@ def consolidate(
         summary["turns_processed"],
         summary["episodes_closed"],
     )
-    markdown = consolidate_markdown(summary) + _pictures(sorted(by_user), plot)
+    markdown = consolidate_markdown(summary) + _pictures(rt, sorted(by_user), plot)
     publish_markdown("consolidate-report", markdown, "Consolidation run")
     return summary
 
@@ -200,17 +210,16 @@ def _llm_wait(rt: Runtime) -> float:
     return float(getattr(rt.provider.usage, "wait_s", 0.0))
 
 
-def _pictures(users: list[str], redraw: bool) -> str:
+def _pictures(rt: Runtime, users: list[str], redraw: bool) -> str:
     """Markdown naming each user's latest timeline picture; never fails the run."""
-    from tasks.timeline import latest_plot_path
+    from episodic.service.timeline import latest_plot_path
 
-    rt = get_runtime()
     lines: list[str] = []
     for uid in users:
         path = latest_plot_path(rt.settings.home, uid)
         if redraw:
             try:
-                from tasks.timeline import plot_latest
+                from episodic.service.timeline import plot_latest
 
                 path = plot_latest(rt, uid)
             except Exception as e:

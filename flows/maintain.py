@@ -9,22 +9,22 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from episodic.decay import DecayPolicy
-from tasks.maintain import decay_user, upkeep
+from episodic.service.maintain import decay_user, upkeep
 from tasks.names import from_params
 from tasks.report import publish_table
-from tasks.runtime import get_runtime
+from episodic.service.memory import Memory
 
 
 @task(name="decay-user", task_run_name="decay-{user_id}", cache_policy=NO_CACHE)
 def decay_task(
-    user_id: str, tau_hours: float, floor: float, now: datetime | None = None
+    memory: Memory, user_id: str, tau_hours: float, floor: float, now: datetime | None = None
 ) -> list[dict[str, Any]]:
-    return decay_user(get_runtime(), user_id, DecayPolicy(tau_hours=tau_hours, floor=floor), now)
+    return decay_user(memory.rt, user_id, DecayPolicy(tau_hours=tau_hours, floor=floor), now)
 
 
 @task(name="table-upkeep", cache_policy=NO_CACHE)
-def upkeep_task(keep_hours: float) -> list[dict[str, Any]]:
-    return upkeep(get_runtime(), timedelta(hours=keep_hours))
+def upkeep_task(memory: Memory, keep_hours: float) -> list[dict[str, Any]]:
+    return upkeep(memory.rt, timedelta(hours=keep_hours))
 
 
 @flow(name="maintain", flow_run_name=from_params("maintain"), log_prints=True)
@@ -34,16 +34,17 @@ def maintain(
     floor: float = 0.5,
     keep_versions_hours: float = 1.0,
     now: datetime | None = None,
+    memory: Memory | None = None,
 ) -> dict[str, Any]:
     """Decay salience by time since last recall, archive below the floor, compact tables.
 
     `now` defaults to the wall clock; a replay or a test may set it."""
-    rt = get_runtime()
-    users = [user] if user else rt.episodes.users()
+    memory = memory or Memory()
+    users = [user] if user else memory.rt.episodes.users()
     changed: list[dict[str, Any]] = []
     for uid in users:
-        changed.extend(decay_task(uid, tau_hours, floor, now))
-    tables = upkeep_task(keep_versions_hours)
+        changed.extend(decay_task(memory, uid, tau_hours, floor, now))
+    tables = upkeep_task(memory, keep_versions_hours)
     archived = sum(1 for r in changed if r["action"] == "archived")
     publish_table(
         "maintain-decay",

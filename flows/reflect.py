@@ -8,18 +8,20 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.names import from_params
-from tasks.reflect import reflect_if_due
-from tasks.runtime import get_runtime
+from episodic.service.reflect import reflect_if_due
+from episodic.service.memory import Memory
 
 
 @task(name="reflect-user", task_run_name="reflect-{user_id}", cache_policy=NO_CACHE, retries=1)
-def reflect_task(user_id: str, force: bool) -> dict[str, Any]:
-    return reflect_if_due(user_id, force=force)
+def reflect_task(memory: Memory, user_id: str, force: bool) -> dict[str, Any]:
+    return reflect_if_due(memory.rt, user_id, force=force)
 
 
 @flow(name="reflect", flow_run_name=from_params("reflect"), log_prints=True)
-def reflect(user: str | None = None, force: bool = False) -> dict[str, Any]:
+def reflect(
+    user: str | None = None, force: bool = False, memory: Memory | None = None
+) -> dict[str, Any]:
     """Reflect for each user whose salience since the last reflection reached the threshold."""
-    rt = get_runtime()
-    users = [user] if user else rt.episodes.users()
-    return {uid: reflect_task(uid, force) for uid in users}
+    memory = memory or Memory()
+    users = [user] if user else memory.rt.episodes.users()
+    return {uid: reflect_task(memory, uid, force) for uid in users}

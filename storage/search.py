@@ -44,7 +44,7 @@ def turn_docs_schema() -> pa.Schema:
 
 
 @dataclass(frozen=True, slots=True)
-class Hit:
+class Match:
     """One fused hit: its id, the fused score and the rank in each channel (0: absent)."""
 
     item_id: str
@@ -214,9 +214,9 @@ def hybrid(
     n: int,
     text_columns: Sequence[str] = (),
     dense_columns: Sequence[str] = (),
-) -> list[Hit]:
+) -> list[Match]:
     """BM25 top-n and cosine top-n of one kind of row, fused by the one RRF.
-    Each hit carries the columns its channels were asked for (`Hit.row`), so
+    Each hit carries the columns its channels were asked for (`Match.row`), so
     no second read fetches them."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
@@ -233,7 +233,7 @@ def hybrid(
     t_rank = {i: r for r, i in enumerate(text_ids, start=1)}
     d_rank = {i: r for r, i in enumerate(dense_ids, start=1)}
     return [
-        Hit(i, s, t_rank.get(i, 0), d_rank.get(i, 0), cos.get(i), rows[i])
+        Match(i, s, t_rank.get(i, 0), d_rank.get(i, 0), cos.get(i), rows[i])
         for i, s in fuse(text_ids, dense_ids)
     ]
 
@@ -243,7 +243,7 @@ TURN_COLUMNS = ("stream_id", "seq", "event_ts")
 
 def search_turns(
     store: Store, user_id: str, model: str, query: str, qvec: np.ndarray, n: int
-) -> list[Hit]:
+) -> list[Match]:
     """Hits on turn documents; a text hit's row carries `TURN_COLUMNS` (a
     cosine-only hit's row does not: turn_vectors holds no position)."""
     return hybrid(
@@ -271,7 +271,7 @@ def search_table(
     n: int,
     status: str = "active",
     columns: Sequence[str] = (),
-) -> list[Hit]:
+) -> list[Match]:
     """Facts or reflections: text and vector in the same table; each hit's
     row carries `columns`."""
     cond = filters.user(user_id) & filters.eq("status", status)

@@ -9,7 +9,7 @@ import logging
 
 from episodic.alerts import StreamLag, lag_event, lagging
 from episodic.models import now_utc
-from tasks.runtime import Runtime
+from episodic.service.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

@@ -11,19 +11,20 @@ from prefect.cache_policies import NO_CACHE
 
 from episodic.vocab import Stage
 from storage.allocator import release
-from tasks import facts as fact_steps
-from tasks import salience as salience_steps
-from tasks import segment as segment_steps
-from tasks.runtime import get_runtime
+from episodic.service import facts as fact_steps
+from episodic.service import salience as salience_steps
+from episodic.service import segment as segment_steps
+from episodic.service.memory import Memory
 
 
 @task(name="segment-streams", task_run_name="segment-{n}-streams", cache_policy=NO_CACHE)
 def segment_streams(
+    memory: Memory,
     user_id: str, streams: list[tuple[str, int]], flush: bool = False, n: int = 0
 ) -> list[dict[str, Any]]:
     """Every stream of one user with work, in one task: a Prefect task run per
     stream cost more than the stream's own work."""
-    polls = segment_steps.poll_streams(get_runtime(), user_id, streams, flush=flush)
+    polls = segment_steps.poll_streams(memory.rt, user_id, streams, flush=flush)
     return [
         {
             "user_id": user_id,
@@ -49,8 +50,10 @@ def segment_streams(
     retries=2,
     retry_delay_seconds=1,
 )
-def score_salience(user_id: str, episode_ids: list[str], n: int = 0) -> dict[str, Any]:
-    rt = get_runtime()
+def score_salience(
+    memory: Memory, user_id: str, episode_ids: list[str], n: int = 0
+) -> dict[str, Any]:
+    rt = memory.rt
     with rt.stages.measure(Stage.SALIENCE):
         batch = salience_steps.score_pending(rt, user_id, episode_ids)
     release()  # the chunk's turns and vectors, freed, back to the OS
@@ -64,8 +67,8 @@ def score_salience(user_id: str, episode_ids: list[str], n: int = 0) -> dict[str
 
 
 @task(name="merge-facts", task_run_name="facts-merge", cache_policy=NO_CACHE, retries=1)
-def merge_facts(user_id: str) -> dict[str, Any]:
-    rt = get_runtime()
+def merge_facts(memory: Memory, user_id: str) -> dict[str, Any]:
+    rt = memory.rt
     with rt.stages.measure(Stage.FACTS):
         batch = fact_steps.merge_pending(rt, user_id)
     return {

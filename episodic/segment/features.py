@@ -5,7 +5,7 @@ projected into the learned space) and returns the feature row of the candidate
 cut before turn t, which it held back; `finish()` returns the row of the held
 turn with the next-turn features set to their one-turn fallbacks. Nothing
 reads past t+1. The features do not depend on the detector's own cuts, so the
-same code computes the training tables (bench/segment_train.py) and runs in
+same code computes the training tables (episodic/bench/segment_train.py) and runs in
 the detector.
 """
 

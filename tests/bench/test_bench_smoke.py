@@ -20,7 +20,7 @@ def _target_shape(res: dict) -> None:  # type: ignore[type-arg]
 
 def test_pipeline_reports_throughput_and_ratio() -> None:
     shared_data("dialseg711")
-    from bench.pipeline import bench_pipeline
+    from episodic.bench.pipeline import bench_pipeline
 
     res = bench_pipeline(turns=300, embedder="hash", users=3)
     assert res["turns"] == 300
@@ -34,7 +34,7 @@ def test_pipeline_reports_throughput_and_ratio() -> None:
 
 def test_reference_reports_a_speedup() -> None:
     shared_data("dialseg711")
-    from bench.reference import bench_reference
+    from episodic.bench.reference import bench_reference
 
     res = bench_reference(turns=200, embedder="hash", pipeline={"turns": 200, "turns_per_s": 50.0})
     assert res["reference_turns_per_s"] > 0 and res["reference_episodes"] >= 3
@@ -47,7 +47,7 @@ def test_reference_reports_a_speedup() -> None:
 
 def test_incremental_compares_two_store_sizes() -> None:
     shared_data("dialseg711")
-    from bench.incremental import bench_incremental
+    from episodic.bench.incremental import bench_incremental
 
     res = bench_incremental(small=200, base=300, copies=1, polls=1)
     assert res["large"]["turns_held"] > res["small"]["turns_held"] >= 200
@@ -57,7 +57,7 @@ def test_incremental_compares_two_store_sizes() -> None:
 
 
 def test_retrieval_reports_latency_and_recall() -> None:
-    from bench.retrieval import bench_size
+    from episodic.bench.retrieval import bench_size
 
     row = bench_size(3_000, queries=10)
     assert row["items_per_user"] == 30 and row["queries"] == 10
@@ -69,7 +69,7 @@ def test_retrieval_reports_latency_and_recall() -> None:
 
 def test_embed_backends_report_speed_and_pk() -> None:
     shared_data("dialseg711")
-    from bench.embed_backends import bench_embed_backends
+    from episodic.bench.embed_backends import bench_embed_backends
 
     res = bench_embed_backends(backends=("hash",), turns=100, limit=3)
     (row,) = res["backends"]
@@ -78,7 +78,7 @@ def test_embed_backends_report_speed_and_pk() -> None:
 
 
 def test_segment_bench_through_the_runner() -> None:
-    from bench.run import run_bench
+    from episodic.bench.run import run_bench
 
     res = run_bench("segment")
     assert {r["max_run_length"] for r in res["results"]} == {50, 150}
@@ -88,7 +88,7 @@ def test_segment_bench_through_the_runner() -> None:
 @pytest.mark.slow
 def test_memory_reports_peak_rss_per_size() -> None:
     shared_data("dialseg711")
-    from bench.memory import bench_memory
+    from episodic.bench.memory import bench_memory
 
     res = bench_memory(sizes=(200, 400))
     assert [r["turns"] for r in res["runs"]] == [200, 400]
@@ -98,7 +98,7 @@ def test_memory_reports_peak_rss_per_size() -> None:
 
 def test_llm_counts_calls_per_step_and_a_cached_rerun_asks_nothing() -> None:
     path = shared_data("locomo", "locomo_dev5.json")
-    from bench.llm import bench_llm
+    from episodic.bench.llm import bench_llm
 
     res = bench_llm(path, max_turns=200, embedder="hash")
     assert res["turns"] >= 200 and res["episodes"] > 0 and res["unscored_episodes"] == 0

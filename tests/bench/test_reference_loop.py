@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.reference import naive_loop
+from episodic.bench.reference import naive_loop
 
 
 class Table:

@@ -40,7 +40,7 @@ def cli_env(home: Path) -> dict[str, str]:
 
 def run_cli(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from cli.main import main; main()", *args],
+        [sys.executable, "-c", "from episodic.adapters.cli.main import main; main()", *args],
         env=cli_env(home),
         cwd=ROOT,
         input=stdin,
@@ -72,7 +72,7 @@ def api_server(home: Path, startup_s: float = 180.0) -> Iterator[Server]:
     port = free_port()
     log = (home / "api.log").open("wb") if home.mkdir(parents=True, exist_ok=True) is None else None
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from cli.main import main; main()", "api", "--port", str(port)],
+        [sys.executable, "-c", "from episodic.adapters.cli.main import main; main()", "api", "--port", str(port)],
         env=cli_env(home),
         cwd=ROOT,
         stdout=log,

@@ -1,4 +1,4 @@
-"""In-process crash points (tasks/crashpoints.py) around the consolidate flow:
+"""In-process crash points (episodic/crashpoints.py) around the consolidate flow:
 count how often a flushing run passes a point, arm a point, and rerun once it
 has fired, as a restarted service would."""
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from flows.consolidate import consolidate
-from tasks import crashpoints
-from tasks.runtime import Runtime
+from episodic import crashpoints
+from episodic.service.runtime import Runtime
 from tests.integration.facts_support import snapshot
 
 CRASH_ENV = "EPISODIC_CRASHPOINT"

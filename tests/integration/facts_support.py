@@ -26,8 +26,8 @@ import pytest
 
 from episodic.config import Settings
 from episodic.llm.offline import OfflineProvider
-from tasks.ingest import IngestReport, ingest_file
-from tasks.runtime import Runtime, get_runtime, reset_runtimes
+from episodic.service.ingest import IngestReport, ingest_file
+from episodic.service.runtime import Runtime, get_runtime, reset_runtimes
 from tests.integration.helpers import write_jsonl
 from tests.stubs.anthropic_stub import AnthropicStub, tool_name
 from tests.stubs.scripted import Action, Answer, Status

@@ -10,7 +10,7 @@ from typing import Any
 
 from episodic.config import Settings
 from episodic.models import TurnIn
-from tasks.runtime import Runtime, use_runtime
+from episodic.service.runtime import Runtime, use_runtime
 from tests.integration.reliability_support import turn_row
 from tests.integration.reliability_support import write_jsonl as write_jsonl  # one writer
 
@@ -25,7 +25,7 @@ def settings_at(home: Path, **overrides: Any) -> Settings:
 
 
 def make_runtime(home: Path, **overrides: Any) -> Runtime:
-    """A runtime on `home`, installed (tasks.runtime.use_runtime) until the
+    """A runtime on `home`, installed (episodic.service.runtime.use_runtime) until the
     test ends, so the flows and in-process commands it runs use the same
     store; the environment is left alone."""
     return RUNTIMES.enter_context(use_runtime(settings_at(home, **overrides)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from episodic.models import Episode, Reflection, stable_id
-from tasks.runtime import Runtime
+from episodic.service.runtime import Runtime
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -2,7 +2,7 @@
 bounded way to stop the processes they start (SIGINT, then SIGTERM, then
 SIGKILL, each with a timeout). Every process runs in its own session so that
 its children (uvicorn, flow-run subprocesses) are cleaned up with it. The
-process handling is bench/servers.py's, which the scale-out benchmark uses too."""
+process handling is episodic/bench/servers.py's, which the scale-out benchmark uses too."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
-from bench import servers
-from bench.servers import BIN, free_port, prefect_server_cmd, start, stop
+from episodic.bench import servers
+from episodic.bench.servers import BIN, free_port, prefect_server_cmd, start, stop
 
 __all__ = [
     "BIN",

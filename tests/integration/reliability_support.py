@@ -138,7 +138,7 @@ def use_home(monkeypatch: Any, home: Path, **overrides: Any) -> Any:
     that flows (which build their runtime from the environment) share it, and
     the variables are restored after the test."""
     from episodic.config import Settings
-    from tasks.runtime import get_runtime, reset_runtimes
+    from episodic.service.runtime import get_runtime, reset_runtimes
 
     for k, v in runtime_env(home, **overrides).items():
         monkeypatch.setenv(k, v)
@@ -425,8 +425,8 @@ def _child(req: dict[str, Any]) -> None:
 
 def _flow_child(job: str, req: dict[str, Any]) -> Any:
     if job == "ingest":  # what `episodic ingest` runs, with a chosen batch size
-        from tasks.ingest import ingest_file
-        from tasks.runtime import get_runtime
+        from episodic.service.ingest import ingest_file
+        from episodic.service.runtime import get_runtime
 
         rt = get_runtime()
         report = ingest_file(rt.raw, Path(req["path"]), "jsonl", batch=int(req["batch"]))
@@ -448,7 +448,7 @@ def _cli_child(req: dict[str, Any]) -> int:
     fd = os.open(req["result"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from cli.main import app
+    from episodic.adapters.cli.main import app
 
     try:
         app(args=req["args"], prog_name="episodic")
@@ -482,7 +482,7 @@ def _wait(children: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
 def serve() -> None:
     """Read a JSON list of jobs per line; fork a child for each; answer with
     their exit statuses, in order. The imports are paid once, here."""
-    import cli.main  # noqa: F401
+    import episodic.adapters.cli.main  # noqa: F401
     import flows.consolidate  # noqa: F401
     import flows.maintain  # noqa: F401
     import tasks.steps  # noqa: F401

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tasks.llm_server import free_port
+from episodic.service.llm_server import free_port
 from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.prefect_server import BIN, Server, prefect_server
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from episodic.config import Settings
-from tasks.ingest import ingest_file
-from tasks.runtime import get_runtime
+from episodic.service.ingest import ingest_file
+from episodic.service.runtime import get_runtime
 from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.prefect_server import BIN, Server, prefect_server, run
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.consolidate import consolidate
-from tasks.runtime import use_runtime
+from episodic.service.runtime import use_runtime
 from tests.integration.helpers import settings_at, synthetic_stream, write_jsonl
 
 COMMANDS = [
@@ -22,7 +22,7 @@ COMMANDS = [
 
 @pytest.mark.parametrize("columns", ["80", "200"])
 def test_flags_show_as_flags_in_help(columns: str) -> None:
-    from cli.main import app
+    from episodic.adapters.cli.main import app
 
     for cmd in COMMANDS:
         res = CliRunner().invoke(app, [*cmd, "--help"], env={"COLUMNS": columns})
@@ -33,7 +33,7 @@ def test_flags_show_as_flags_in_help(columns: str) -> None:
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_no_lance_deprecation_warning(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    from cli.main import app
+    from episodic.adapters.cli.main import app
 
     def says(stream: str, ts: str, *texts: str) -> list[dict[str, str]]:
         row = {"user_id": "u1", "stream_id": stream, "role": "user", "ts": ts}

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from cli.main import app
+from episodic.adapters.cli.main import app
 from storage.db import Store
 from storage.raw import RawLog
-from tasks.ingest import ingest_file
-from tasks.runtime import Runtime
+from episodic.service.ingest import ingest_file
+from episodic.service.runtime import Runtime
 from tests.integration.facts_support import runtime_for
 
 T0 = datetime(2025, 5, 1, 8, 0, tzinfo=UTC)

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from tasks.runtime import Runtime
+from episodic.adapters.cli.main import app
+from episodic.service.runtime import Runtime
 from tests.integration.facts_support import runtime_for
 
 FIX = Path(__file__).parent.parent / "fixtures" / "ingest"

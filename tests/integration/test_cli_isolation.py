@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.consolidate import consolidate
-from tasks.runtime import Runtime
+from episodic.service.runtime import Runtime
 from tests.integration.facts_support import Say, ingest, runtime_for
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -22,7 +22,7 @@ JAN = "2025-01-10T09:00:00+00:00"
 
 
 def _json(*args: str) -> Any:
-    from cli.main import app
+    from episodic.adapters.cli.main import app
 
     res = CliRunner().invoke(app, list(args))
     assert res.exit_code == 0, res.output
@@ -31,7 +31,7 @@ def _json(*args: str) -> Any:
 
 def _unknown(*args: str) -> None:
     """A user-scoped read as a user with nothing stored: exit 1, stdout empty."""
-    from cli.main import app
+    from episodic.adapters.cli.main import app
 
     res = CliRunner().invoke(app, list(args))
     assert res.exit_code == 1 and res.stdout == "", res.output

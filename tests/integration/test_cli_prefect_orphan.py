@@ -4,7 +4,7 @@
 process; the test waits until that server answers, SIGKILLs the command, and
 asserts that within a bounded wait the server it started (found by parent
 PID, checked by PID and start time) has exited and its port refuses
-connections. Without cli.ephemeral the server is re-parented and keeps
+connections. Without episodic.adapters.cli.ephemeral the server is re-parented and keeps
 listening."""
 
 from __future__ import annotations
@@ -76,11 +76,11 @@ def test_kill_9_of_consolidate_leaves_no_prefect_server(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
     env.update(runtime_env(home), PREFECT_HOME=str(tmp_path / "prefect"), PYTHONPATH=str(ROOT))
     src = write_jsonl(tmp_path / "in.jsonl", fact_turns(episodes=8))
-    ingest = run_in_root([sys.executable, "-m", "cli.main", "ingest", str(src), "--json"], env)
+    ingest = run_in_root([sys.executable, "-m", "episodic.adapters.cli.main", "ingest", str(src), "--json"], env)
     assert ingest.returncode == 0, ingest.stderr[-2000:]
 
     cli = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "consolidate", "--json"],
+        [sys.executable, "-m", "episodic.adapters.cli.main", "consolidate", "--json"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

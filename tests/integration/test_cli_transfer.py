@@ -18,14 +18,14 @@ from typer.testing import CliRunner
 from flows.consolidate import consolidate
 from flows.reflect import reflect
 from storage.transfer import key_of, table_names
-from tasks.runtime import use_runtime
+from episodic.service.runtime import use_runtime
 from tests.integration.helpers import settings_at, synthetic_stream, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 def _cli(*args: str, code: int = 0) -> Any:
-    from cli.main import app
+    from episodic.adapters.cli.main import app
 
     res = CliRunner().invoke(app, list(args))
     assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)

@@ -2,7 +2,7 @@
 rerun, ends exactly where an uninterrupted run ends: the same episodes, the
 same salience, the same facts and fact history, the same watermarks.
 
-In-process: EPISODIC_CRASHPOINT=<name>:<nth>:raise makes tasks/crashpoints.py
+In-process: EPISODIC_CRASHPOINT=<name>:<nth>:raise makes episodic/crashpoints.py
 raise InjectedCrash at the nth hit of a named point, under the Prefect test
 harness. A point inside a task with retries may be absorbed by the retry (the
 run then succeeds); either way the rerun must converge. The os._exit variant
@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from flows.consolidate import consolidate
-from tasks import crashpoints
-from tasks.crashpoints import InjectedCrash
-from tasks.runtime import Runtime, reset_runtimes
+from episodic import crashpoints
+from episodic.crashpoints import InjectedCrash
+from episodic.service.runtime import Runtime, reset_runtimes
 from tests.integration.crash_support import arm, count_hits, rerun
 from tests.integration.facts_support import Say, ingest, runtime_for, snapshot
 from tests.integration.helpers import TOPICS

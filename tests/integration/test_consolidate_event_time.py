@@ -11,8 +11,8 @@ import pytest
 from episodic.models import TurnIn, now_utc
 from episodic.segment.clock import CLAMPED_KEY, FUTURE_TOLERANCE
 from flows.consolidate import consolidate
-from tasks.runtime import Runtime
-from tasks.segment import poll_stream
+from episodic.service.runtime import Runtime
+from episodic.service.segment import poll_stream
 from tests.integration.facts_support import runtime_for
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from flows.consolidate import consolidate
-from tasks.ingest import ingest_file
+from episodic.service.ingest import ingest_file
 from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

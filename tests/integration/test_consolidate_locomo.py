@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from episodic.adapters.cli.main import app
 from episodic.vocab import Stage
 from tests.conftest import shared_data
 from tests.integration.facts_support import runtime_for

@@ -17,7 +17,7 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 from flows.consolidate import consolidate, user_tag
 from storage.lease import LeaseBusy
 from tasks.exclusion import limit_name, user_slot
-from tasks.ingest import ingest_file
+from episodic.service.ingest import ingest_file
 from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from episodic.adapters.cli.main import app
 from episodic.shards import Shard
 from flows.consolidate import consolidate
 from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from bench.streams import USER, stream_turns
+from episodic.bench.streams import USER, stream_turns
 from flows.consolidate import consolidate
-from tasks.crashpoints import InjectedCrash
-from tasks.runtime import Runtime, reset_runtimes
-from tasks.segment import poll_stream
+from episodic.crashpoints import InjectedCrash
+from episodic.service.runtime import Runtime, reset_runtimes
+from episodic.service.segment import poll_stream
 from tests.integration.crash_support import arm, count_hits, rerun
 from tests.integration.facts_support import runtime_for, snapshot
 

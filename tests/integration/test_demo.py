@@ -15,7 +15,7 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 def test_demo_consolidates_the_sample_and_a_rerun_adds_nothing(tmp_path: Path) -> None:
-    from cli.demo import run_demo
+    from episodic.adapters.cli.demo import run_demo
 
     rt = make_runtime(tmp_path / "home")
     summary = run_demo(Console(file=io.StringIO(), width=120))

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from prefect.flows import load_flow_from_entrypoint
 
-from cli.serve import deployments, schedules
+from episodic.adapters.cli.serve import deployments, schedules
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = yaml.safe_load((ROOT / "deployments" / "prefect.yaml").read_text())

@@ -14,13 +14,13 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from episodic.adapters.cli.main import app
 from episodic import crashpoints
 from episodic.crashpoints import InjectedCrash
 from episodic.models import TurnIn
 from storage.schemas import schema
-from tasks.runtime import Runtime
-from tasks.segment import poll_stream
+from episodic.service.runtime import Runtime
+from episodic.service.segment import poll_stream
 from tests.integration.facts_support import runtime_for
 from tests.integration.helpers import turn_ins
 

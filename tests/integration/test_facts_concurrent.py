@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from flows.consolidate import consolidate
-from tasks.facts import merge_pending
-from tasks.runtime import Runtime
-from tasks.salience import score_pending
-from tasks.segment import poll_stream
+from episodic.service.facts import merge_pending
+from episodic.service.runtime import Runtime
+from episodic.service.salience import score_pending
+from episodic.service.segment import poll_stream
 from tests.integration.facts_support import (
     USER,
     Say,
@@ -125,8 +125,8 @@ def test_two_flow_runs_at_once_equal_one_after_the_other(
 _CHILD = """
 import os, sys, time
 from pathlib import Path
-from tasks.facts import merge_pending
-from tasks.runtime import get_runtime
+from episodic.service.facts import merge_pending
+from episodic.service.runtime import get_runtime
 go = Path(sys.argv[1])
 rt = get_runtime()
 rt.facts.list("u1")  # open the tables before the race starts

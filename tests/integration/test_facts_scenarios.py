@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from episodic.adapters.cli.main import app
 from episodic.facts import MergeDecisions
 from episodic.llm.fake import FakeProvider
 from flows.consolidate import consolidate
-from tasks.runtime import Runtime
+from episodic.service.runtime import Runtime
 from tests.integration.facts_support import (
     DIGEST,
     EXTRACT,

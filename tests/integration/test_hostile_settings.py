@@ -116,7 +116,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
         env.update(runtime_env(home), PREFECT_HOME=str(home / "prefect"), PYTHONPATH=str(ROOT))
         env.update({k: v.format(file=afile) for k, v in case.env.items()})
         args = [a.format(src=src) for a in case.args]
-        p = run_in_root([sys.executable, "-m", "cli.main", *args], env)
+        p = run_in_root([sys.executable, "-m", "episodic.adapters.cli.main", *args], env)
         return Run(p.returncode, p.stdout, p.stderr)
 
     with ThreadPoolExecutor(max_workers=4) as pool:

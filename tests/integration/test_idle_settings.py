@@ -13,9 +13,9 @@ import pytest
 
 from episodic.models import now_utc
 from flows.consolidate import consolidate
-from tasks.ingest import ingest_file
-from tasks.runtime import Runtime, use_runtime
-from tasks.segment import poll_stream
+from episodic.service.ingest import ingest_file
+from episodic.service.runtime import Runtime, use_runtime
+from episodic.service.segment import poll_stream
 from tests.integration.helpers import make_runtime, settings_at, synthetic_stream, write_jsonl
 
 USER, STREAM = "u1", "s1"

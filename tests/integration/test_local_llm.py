@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tasks.llm_server import HOST, MODEL_ALIAS, LocalServer, available, free_port
+from episodic.service.llm_server import HOST, MODEL_ALIAS, LocalServer, available, free_port
 
 pytestmark = [
     pytest.mark.slow,
@@ -126,15 +126,15 @@ def _env(monkeypatch: pytest.MonkeyPatch, home: Path, url: str) -> None:
     }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    from tasks.runtime import reset_runtimes
+    from episodic.service.runtime import reset_runtimes
 
     reset_runtimes()
 
 
 def _ingest(home: Path) -> int:
     from episodic.config import Settings
-    from tasks.ingest import ingest_file
-    from tasks.runtime import get_runtime
+    from episodic.service.ingest import ingest_file
+    from episodic.service.runtime import get_runtime
 
     # by time; the user speaks first, then user and assistant alternate
     roles = ("user", "assistant")
@@ -161,7 +161,7 @@ def _ingest(home: Path) -> int:
 
 
 def _check_run(summary: dict[str, Any], turns: int) -> list[Any]:
-    from tasks.runtime import get_runtime
+    from episodic.service.runtime import get_runtime
 
     rt = get_runtime()
     episodes = rt.episodes.list(USER)
@@ -182,7 +182,7 @@ def _check_run(summary: dict[str, Any], turns: int) -> list[Any]:
 def test_llm_check_round_trip(
     server: LocalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cli.main import app
+    from episodic.adapters.cli.main import app
 
     _env(monkeypatch, tmp_path, server.url)
     res = CliRunner().invoke(app, ["llm", "check", "--json"])
@@ -213,7 +213,7 @@ def test_consolidate_through_the_server_then_cached(
         }
         # the same stream into a fresh store, with the same answer cache: no call
         monkeypatch.setenv("EPISODIC_DB_URI", str(tmp_path / "a" / "second-db"))
-        from tasks.runtime import reset_runtimes
+        from episodic.service.runtime import reset_runtimes
 
         reset_runtimes()
         assert _ingest(tmp_path / "a") == turns

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bench.locomo_eval import (
+from episodic.bench.locomo_eval import (
     METHODS,
     Unit,
     normalise_evidence,
@@ -139,7 +139,7 @@ def test_detector_overrides_and_bad_arguments(locomo_file: Path) -> None:
 
 
 def test_cli_prints_json(locomo_file: Path) -> None:
-    from cli.main import app
+    from episodic.adapters.cli.main import app
 
     out = CliRunner().invoke(
         app,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flows.maintain import maintain
-from tasks.search import SearchOptions, search
+from episodic.service.search import SearchOptions, search
 from tests.integration.helpers import make_runtime
 from tests.integration.memory_items import T0, episode, put
 

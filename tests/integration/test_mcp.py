@@ -30,7 +30,7 @@ def _data(result: Any) -> dict[str, Any]:
 async def _session(home: Path, user: str, work: Any) -> Any:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", "from cli.main import main; main()", "mcp", "--user", user],
+        args=["-c", "from episodic.adapters.cli.main import main; main()", "mcp", "--user", user],
         env=cli_env(home),
         cwd=str(ROOT),
     )

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from cli.status import stream_status
+from episodic.adapters.cli.main import app
+from episodic.service.status import stream_status
 from flows.consolidate import consolidate
-from tasks.ingest import ingest_file
-from tasks.timeline import build_timeline, latest_plot_path, render
+from episodic.service.ingest import ingest_file
+from episodic.service.timeline import build_timeline, latest_plot_path, render
 from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -9,7 +9,7 @@ import numpy as np
 
 from episodic.embed import HashEmbedder
 from storage.facts import Facts, PlannedFact, new_fact_id
-from tasks.fact_mirror import ActiveFacts
+from episodic.service.fact_mirror import ActiveFacts
 
 TEXTS = [
     "user lives in Lisbon",

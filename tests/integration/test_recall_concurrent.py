@@ -28,8 +28,8 @@ TEXTS = [
 WORKER = """
 import json, os, sys, time
 from pathlib import Path
-from tasks.runtime import get_runtime
-from tasks.search import SearchOptions, search
+from episodic.service.runtime import get_runtime
+from episodic.service.search import SearchOptions, search
 
 go, n = Path(sys.argv[1]), int(sys.argv[2])
 rt = get_runtime()

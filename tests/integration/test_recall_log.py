@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from storage.recalls import RecallLog
-from tasks.ingest import ingest_file
-from tasks.search import MemoryOptions, search_memory
-from tasks.segment import poll_stream
+from episodic.service.ingest import ingest_file
+from episodic.service.search import MemoryOptions, search_memory
+from episodic.service.segment import poll_stream
 from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
 from tests.integration.memory_items import T0, episode, put, reflection
 

@@ -14,8 +14,8 @@ from episodic.llm.fake import FakeProvider
 from episodic.models import Episode, now_utc
 from episodic.reflection import FocalQuestions, Insights
 from flows.reflect import reflect
-from tasks.reflect import reflect_user, since_last
-from tasks.search import SearchOptions, search
+from episodic.service.reflect import reflect_user, since_last
+from episodic.service.search import SearchOptions, search
 from tests.integration.helpers import make_runtime
 from tests.integration.memory_items import episode, put
 

@@ -42,7 +42,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
 
 
 def ingested(home: Path, turns: list[dict[str, Any]], name: str = "in.jsonl") -> Path:
-    from tasks.ingest import ingest_file
+    from episodic.service.ingest import ingest_file
 
     rep = ingest_file(open_repos(home).raw, write_jsonl(home.parent / name, turns), "jsonl")
     assert rep.rejected == 0
@@ -92,7 +92,7 @@ def test_two_consolidations_at_once_equal_one(
 def test_ingest_during_consolidation_loses_nothing(
     server: ForkServer, reference: dict[str, Any], tmp_path: Path
 ) -> None:
-    from tasks.ingest import ingest_file
+    from episodic.service.ingest import ingest_file
 
     half = len(TURNS) // 3
     home = ingested(tmp_path / "home", TURNS[:half])
@@ -127,7 +127,7 @@ def test_ingest_during_consolidation_loses_nothing(
 def test_searches_during_consolidation_see_whole_episodes(
     server: ForkServer, reference: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tasks.search import search
+    from episodic.service.search import search
 
     home = ingested(tmp_path / "home", TURNS)
     rt = use_home(monkeypatch, home)
@@ -173,7 +173,7 @@ def test_two_ingests_into_one_stream_get_distinct_seqs(tmp_path: Path) -> None:
     processes would have): every turn gets its own seq, the head counts them all."""
     from storage.db import Store
     from storage.raw import RawLog
-    from tasks.ingest import ingest_file
+    from episodic.service.ingest import ingest_file
 
     uri = str(tmp_path / "home" / "lancedb")
     logs = [RawLog(Store(uri)), RawLog(Store(uri))]

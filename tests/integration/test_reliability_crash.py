@@ -2,7 +2,7 @@
 
 Each trial copies one ingested store, runs the consolidate flow in a child
 process that dies at a named crash point (`os._exit(137)`, see
-tasks/crashpoints.py) or by SIGKILL at a random moment, checks the crash
+episodic/crashpoints.py) or by SIGKILL at a random moment, checks the crash
 invariants on what the dead process left, reruns the flow without a crash and
 compares the end state with an uninterrupted run on the same input.
 
@@ -74,7 +74,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A home whose raw log holds the input and nothing else."""
-    from tasks.ingest import ingest_file
+    from episodic.service.ingest import ingest_file
 
     home = tmp_path_factory.mktemp("pristine")
     turns = (

@@ -77,8 +77,8 @@ def probe(rt: Any, head: int, reps: int = 15) -> float:
 
 
 def test_polls_of_one_turn_then_upkeep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tasks.maintain import upkeep
-    from tasks.segment import poll_stream
+    from episodic.service.maintain import upkeep
+    from episodic.service.segment import poll_stream
 
     rt = use_home(monkeypatch, tmp_path / "grown")
     started = time.perf_counter()

@@ -201,7 +201,7 @@ def _trial_home(tmp_path: Path, pristine: Path) -> Path:
 
 def _after_crash(home: Path) -> dict[str, int]:
     """What the dead writer left, read without repairing anything."""
-    from tasks.doctor import check_store
+    from episodic.service.doctor import check_store
 
     repos = open_repos(home)
     report = check_store(repos.raw, repos.checkpoints, repos.episodes)

@@ -147,8 +147,8 @@ def test_fault_mix_over_200_episodes(
     stub: FaultyAnthropic, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from flows.consolidate import consolidate
-    from tasks.ingest import ingest_file
-    from tasks.runtime import reset_runtimes
+    from episodic.service.ingest import ingest_file
+    from episodic.service.runtime import reset_runtimes
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     rt = use_home(

@@ -44,7 +44,7 @@ def token(i: int) -> str:
 
 
 def invoke(args: list[str]) -> tuple[int, str]:
-    from cli.main import app
+    from episodic.adapters.cli.main import app
 
     res = CliRunner().invoke(app, args)
     if res.exception is not None and not isinstance(res.exception, SystemExit):

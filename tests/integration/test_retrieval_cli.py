@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from tasks.segment import poll_stream
+from episodic.adapters.cli.main import app
+from episodic.service.segment import poll_stream
 from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
 from tests.integration.memory_items import reflection
 

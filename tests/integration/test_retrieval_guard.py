@@ -31,7 +31,7 @@ def _slice(tmp_path: Path) -> Path:
 
 
 def test_shipped_search_beats_cosine_single_turns(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from cli.main import app
+    from episodic.adapters.cli.main import app
 
     monkeypatch.setenv("EPISODIC_HOME", str(tmp_path / "home"))
     out = CliRunner().invoke(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from episodic.retrieval import Weights
-from tasks.search import SearchOptions, search
+from episodic.service.search import SearchOptions, search
 from tests.integration.helpers import make_runtime
 from tests.integration.memory_items import T0, episode, put, reflection
 

@@ -1,4 +1,4 @@
-"""One documented way to the runtime (tasks.runtime.get_runtime) with an
+"""One documented way to the runtime (episodic.service.runtime.get_runtime) with an
 explicit override for tests (use_runtime); importing never touches the
 environment."""
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tasks.runtime import get_runtime, use_runtime
+from episodic.service.runtime import get_runtime, use_runtime
 from tests.integration.helpers import settings_at
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +36,8 @@ def test_use_runtime_nests_and_leaves_the_environment_alone(tmp_path: Path) -> N
 def test_importing_the_packages_does_not_change_the_environment() -> None:
     code = (
         "import json, os; before = dict(os.environ);"
-        "import cli.main, cli.serve, flows.consolidate, flows.ingest, flows.reflect,"
-        " flows.maintain, tasks.steps, tasks.runtime, bench.corpus, bench.run, storage.db;"
+        "import episodic.adapters.cli.main, episodic.adapters.cli.serve, flows.consolidate, flows.ingest, flows.reflect,"
+        " flows.maintain, tasks.steps, episodic.service.runtime, episodic.bench.corpus, episodic.bench.run, storage.db;"
         "print(json.dumps(sorted(set(os.environ.items()) ^ set(before.items()))))"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_LOGGING")}

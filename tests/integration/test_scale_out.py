@@ -3,7 +3,7 @@ start` on it, a process work pool, deployments/prefect.yaml deployed, two
 `prefect worker start` processes; a multi-user corpus consolidated through
 per-user runs, flow-run processes and a whole worker killed with SIGKILL in
 the middle, and the Prefect server restarted during a pass.
-Figures come from bench/scale_out.py's report (the same as `--json`)."""
+Figures come from episodic/bench/scale_out.py's report (the same as `--json`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.scale_out import Faults, pg_bin, scale_out
+from episodic.bench.scale_out import Faults, pg_bin, scale_out
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -46,7 +46,7 @@ class Home:
     """One store for the module; every example writes a file of its own."""
 
     def __init__(self, root: Path) -> None:
-        from tasks.runtime import get_runtime
+        from episodic.service.runtime import get_runtime
 
         self.root = root
         self.rt = get_runtime()
@@ -63,7 +63,7 @@ class Home:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
-    from tasks.runtime import reset_runtimes
+    from episodic.service.runtime import reset_runtimes
 
     root = tmp_path_factory.mktemp("hostile-cli")
     with pytest.MonkeyPatch.context() as mp:
@@ -80,7 +80,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
 def run_cli(home: Home, path: Path, *args: str) -> tuple[int, dict[str, Any] | None, str]:
     from typer.testing import CliRunner
 
-    from cli.main import app
+    from episodic.adapters.cli.main import app
 
     home.files += 1
     result = CliRunner().invoke(app, ["ingest", str(path), "--json", *args])

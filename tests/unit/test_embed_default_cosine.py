@@ -1,5 +1,5 @@
 """ONNX int8 stays close to MiniLM fp32, turn by turn: the cheap guard beside
-bench/embed_default.py's decision (which needs every dev set). The int8 graph
+episodic/bench/embed_default.py's decision (which needs every dev set). The int8 graph
 is exported from the packaged weights on first use (offline), here into the
 test's temporary home."""
 

@@ -1,11 +1,11 @@
-"""The default-embedder rule of issue 19 (bench/embed_default.py): int8 wins
+"""The default-embedder rule of issue 19 (episodic/bench/embed_default.py): int8 wins
 only if no Pk is worse by more than .005 and LoCoMo recall neither."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bench.embed_default import compare
+from episodic.bench.embed_default import compare
 
 
 def _run(pk: dict[str, float], shipped: float, turn_cos: float = 0.5) -> dict[str, Any]:

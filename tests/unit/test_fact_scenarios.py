@@ -1,4 +1,4 @@
-"""The fact scenario suite (bench/fact_cases.py) through the offline extractor
+"""The fact scenario suite (episodic/bench/fact_cases.py) through the offline extractor
 and the real merge (`extract_facts` + `decide`, offline provider): the
 issue 16 targets, and the misses named when they are not met."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from bench.fact_cases import CASES, HELD_OUT
-from bench.fact_scenarios import run_suite
+from episodic.bench.fact_cases import CASES, HELD_OUT
+from episodic.bench.fact_scenarios import run_suite
 
 
 def test_suite_has_enough_cases_over_every_topic() -> None:
@@ -28,7 +28,7 @@ def test_offline_suite_meets_targets() -> None:
 
 def test_the_issue_sentences() -> None:
     """The three sentences the issue found broken, as one user's history."""
-    from bench.fact_cases import Case, U
+    from episodic.bench.fact_cases import Case, U
 
     case = Case(
         "issue-16",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.perf_doc import render
+from episodic.bench.perf_doc import render
 
 
 def test_render_puts_each_target_beside_its_date_and_load() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bench.scale_out import overlaps, synthetic_corpus
+from episodic.bench.scale_out import overlaps, synthetic_corpus
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 

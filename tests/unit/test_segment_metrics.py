@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.datasets import load_dataset
-from bench.metrics import (
+from episodic.bench.datasets import load_dataset
+from episodic.bench.metrics import (
     boundaries_to_masses,
     boundary_counts,
     evidence_recall,
@@ -17,8 +17,8 @@ from bench.metrics import (
     window_size,
     windowdiff,
 )
-from bench.segment_bench import bench_segment
-from bench.segment_eval import run_segment_eval, texttiling
+from episodic.bench.segment_bench import bench_segment
+from episodic.bench.segment_eval import run_segment_eval, texttiling
 from episodic.embed import HashEmbedder, make_embedder
 
 

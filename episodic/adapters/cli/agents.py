@@ -1,0 +1,167 @@
+"""The ways in for agents: `api` (HTTP), `keys` (API keys), `mcp` (stdio
+server) and `capture` (agent hooks and growing files). Registered on the
+main app by `register(app)`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from episodic.adapters.cli.output import console, err, print_json, show
+
+keys_app = typer.Typer(no_args_is_help=True, help="API keys: one tenant each, with scopes.")
+capture_app = typer.Typer(no_args_is_help=True, help="Append what an agent wrote since last time.")
+
+
+def _keys() -> Any:
+    from storage.keys import ApiKeys
+    from episodic.service.runtime import get_runtime
+
+    return ApiKeys(get_runtime().store)
+
+
+def api(
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8700, "--port"),
+) -> None:
+    """Serve the HTTP API (/v1, OpenAPI at /docs and /openapi.json)."""
+    from episodic.adapters.http.app import serve_api
+
+    err.print(f"episodic api on http://{host}:{port} (OpenAPI: /docs); Ctrl-C stops")
+    serve_api(host, port)
+
+
+def mcp(user: str = typer.Option(..., "--user", help="the one user this server serves")) -> None:
+    """Serve the MCP tools remember, recall, facts and episodes on stdio."""
+    from episodic.adapters.mcp.server import serve_mcp
+
+    serve_mcp(user)
+
+
+@keys_app.command("create")
+def keys_create(
+    user: str = typer.Option(..., "--user"),
+    scopes: str = typer.Option("read,write", "--scopes", help="read, write or both"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Create a key; it is printed once and stored only as a salted HMAC."""
+    try:
+        key, rec = _keys().create(user, tuple(s.strip() for s in scopes.split(",") if s.strip()))
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    if as_json:
+        print_json({"key": key, **rec.as_dict()})
+    else:
+        console.print(f"key for {user} ({', '.join(rec.scopes)}), shown once:")
+        sys.stdout.write(key + "\n")
+
+
+@keys_app.command("list")
+def keys_list(
+    user: str | None = typer.Option(None, "--user"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Keys (their ids, never the keys) with user, scopes and state."""
+    rows = _keys().list(user)
+    show(
+        as_json,
+        [k.as_dict() for k in rows],
+        "API keys",
+        ("key_id", "user", "scopes", "created", "revoked"),
+        (
+            (
+                k.key_id,
+                k.user_id,
+                ",".join(k.scopes),
+                f"{k.created_at:%Y-%m-%d %H:%M}" if k.created_at else "",
+                f"{k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "",
+            )
+            for k in rows
+        ),
+    )
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: str = typer.Argument(..., help="the key's id (`keys list`), or the key itself"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Revoke a key (the API refuses it within 2 s). Exit 1 if none was live."""
+    if key_id.startswith("ep_") and key_id.count("_") >= 2:
+        key_id = key_id.split("_")[1]
+    done = _keys().revoke(key_id)
+    if as_json:
+        print_json({"key_id": key_id, "revoked": done})
+    else:
+        console.print(f"{key_id}: {'revoked' if done else 'no live key with this id'}")
+    raise typer.Exit(0 if done else 1)
+
+
+def _capture(path: Path, fmt: str, user: str, as_json: bool, override: bool = True) -> None:
+    from episodic.errors import IngestError
+    from storage.offsets import Offsets
+    from episodic.service.capture import capture_file
+    from episodic.service.runtime import get_runtime
+
+    rt = get_runtime()
+    try:
+        rep = capture_file(
+            rt.raw,
+            Offsets(rt.store),
+            path,
+            fmt,
+            user_id=user,
+            max_turn_chars=rt.settings.max_turn_chars,
+            override_user=override,
+        )
+    except (IngestError, OSError) as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    if as_json:
+        print_json(rep.as_dict())
+    else:
+        err.print(
+            f"{rep.path}: bytes {rep.start}-{rep.end}, accepted {rep.accepted}, "
+            f"duplicates {rep.duplicates}, rejected {rep.rejected}"
+        )
+
+
+@capture_app.command("claude-code")
+def capture_claude_code(
+    user: str = typer.Option("default", "--user"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """A Claude Code hook (Stop, PostToolUse): reads the hook's JSON on stdin
+    and appends the transcript's lines written since the last capture."""
+    try:
+        hook = json.loads(sys.stdin.read() or "{}")
+    except ValueError as e:
+        err.print(f"[red]error:[/red] the hook input is not JSON: {e}")
+        raise typer.Exit(2) from e
+    path = hook.get("transcript_path") if isinstance(hook, dict) else None
+    if not isinstance(path, str) or not path:
+        err.print("[red]error:[/red] the hook input has no transcript_path")
+        raise typer.Exit(2)
+    _capture(Path(path).expanduser(), "claude-code", user, as_json)
+
+
+@capture_app.command("jsonl")
+def capture_jsonl(
+    path: Path,
+    user: str | None = typer.Option(None, "--user", help="default: each line's user_id"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """A generic JSONL file that grows: appends the lines since the last capture."""
+    _capture(path, "jsonl", user or "default", as_json, override=user is not None)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(api)
+    app.command()(mcp)
+    app.add_typer(keys_app, name="keys")
+    app.add_typer(capture_app, name="capture")

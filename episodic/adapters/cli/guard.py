@@ -1,0 +1,93 @@
+"""What every `episodic` command shares before and after it runs.
+
+Before: the settings are loaded and checked (a bad value is a usage error);
+the commands that call a model check its provider settings (a missing key);
+the commands that run flows tie Prefect's temporary server to this process
+(episodic.adapters.cli.ephemeral). After: each known failure is one line on stderr and its
+exit code from `episodic.errors.ExitCode`; anything else keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from typer.core import TyperCommand
+
+from episodic.errors import ConfigError, ExitCode, storage_errno
+
+CommandFn = TypeVar("CommandFn", bound=Callable[..., Any])
+
+# commands that call a model when the settings ask for one
+MODEL_COMMANDS = frozenset({"consolidate", "reflect", "demo", "serve"})
+# commands that run Prefect flows, so may start its temporary server
+FLOW_COMMANDS = frozenset({"consolidate", "reflect", "maintain", "demo", "serve", "bench"})
+
+
+def fail(code: ExitCode, message: str) -> NoReturn:
+    line = " ".join(message.split())
+    sys.stderr.write(f"error: {line[:500]}\n")
+    sys.stderr.flush()
+    raise SystemExit(int(code))
+
+
+def _storage_message(exc: BaseException, code: int) -> str:
+    from episodic.config import HomeSettings
+
+    where = getattr(exc, "filename", None) or str(HomeSettings().home)
+    return f"storage full or not writable: {os.strerror(code)}" + (f" ({where})" if where else "")
+
+
+class FlagHelpCommand(TyperCommand):
+    """A command whose on/off flags show no value type in `--help` (typer
+    0.29 prints `<bool>` after `--json`, as if it took a value)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)
+        for p in params:
+            if getattr(p, "is_flag", False) and p.metavar is None:
+                p.metavar = ""
+        return params
+
+
+class GuardedTyper(typer.Typer):
+    """A Typer app whose known failures exit with one line and their code,
+    and whose commands show flags as flags in `--help`."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[CommandFn], CommandFn]:
+        kwargs.setdefault("cls", FlagHelpCommand)
+        return super().command(*args, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from storage.lease import LeaseBusy
+
+        try:
+            return super().__call__(*args, **kwargs)
+        except ConfigError as e:
+            fail(ExitCode.USAGE, str(e))
+        except LeaseBusy as e:
+            fail(ExitCode.BUSY, str(e))
+        except Exception as e:
+            code = storage_errno(e)
+            if code is None:
+                raise
+            fail(ExitCode.STORAGE, _storage_message(e, code))
+
+
+def preflight(ctx: typer.Context) -> None:
+    """Check the settings before any command runs (a Typer callback)."""
+    from episodic.config import load_settings
+
+    settings = load_settings()
+    command = ctx.invoked_subcommand or ""
+    if command in MODEL_COMMANDS:
+        from episodic.llm.factory import check_provider
+
+        check_provider(settings)
+    if command in FLOW_COMMANDS:
+        from episodic.adapters.cli.ephemeral import tie
+
+        tie()

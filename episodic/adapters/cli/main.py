@@ -1,0 +1,585 @@
+"""The `episodic` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import typer
+
+from episodic.adapters.cli.guard import GuardedTyper, preflight
+from episodic.adapters.cli.options import require_user, show_progress, spinner
+from episodic.adapters.cli.output import console, episode_view, err, print_json, show
+
+if TYPE_CHECKING:
+    from episodic.service.runtime import Runtime
+
+# exit codes: episodic.errors.ExitCode; settings checked first: episodic.adapters.cli.guard
+app = GuardedTyper(add_completion=False, no_args_is_help=True, help=__doc__)
+app.callback()(preflight)
+eval_app = GuardedTyper(no_args_is_help=True, help="Measure against public data with ground truth.")
+app.add_typer(eval_app, name="eval")
+train_app = GuardedTyper(no_args_is_help=True, help="Refit learned components from public data.")
+app.add_typer(train_app, name="train")
+
+
+def _rt(user: str | None = None) -> Runtime:
+    """The runtime; with `user`, for a read of that user's memory: exits 1
+    when nothing of theirs is stored."""
+    from episodic.service.runtime import get_runtime
+
+    rt = get_runtime()
+    if user is not None:
+        require_user(rt, user)
+    return rt
+
+
+def _require_data(path: Path) -> None:
+    if not path.exists():
+        err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
+        raise typer.Exit(2)
+
+
+@app.command()
+def ingest(
+    path: Path,
+    fmt: str = typer.Option(
+        "auto", "--format", help="auto|jsonl|openai|anthropic|claude-code|locomo"
+    ),
+    user: str | None = typer.Option(None, "--user", help="user id (overrides the source)"),
+    stream: str | None = typer.Option(None, "--stream", help="stream id (overrides the source)"),
+    as_json: bool = typer.Option(
+        False, "--json", help="print the report as JSON, each rejected line with its reason"
+    ),
+) -> None:
+    """Append a transcript to the immutable raw log (idempotent).
+
+    Generic JSONL (--format jsonl) is one turn a line: `role` (required: user,
+    assistant, tool or system; human/ai/model/bot/function/developer are
+    accepted as aliases), `text` (or `content`), `ts` (or `timestamp`: ISO 8601
+    or epoch seconds; default: a synthetic clock), `user_id`, `stream_id`
+    (default: the file's stem), `kind` (optional: user-question,
+    user-correction, assistant-answer, tool-call, tool-error, tool-success,
+    system-event, other; derived when absent) and `meta` (an object). A line
+    that is not such an object is rejected with its line number and reason
+    and kept whole in the rejected_input table (`episodic rejected --user U`);
+    the command then exits 1."""
+    from rich.progress import Progress
+
+    from episodic.errors import IngestError
+    from episodic.service.ingest import ingest_file
+
+    rt = _rt()
+    read = partial(
+        ingest_file,
+        rt.raw,
+        path,
+        fmt,
+        user_id=user,
+        stream_id=stream,
+        max_turn_chars=rt.settings.max_turn_chars,
+    )
+    try:
+        if as_json:
+            report = read()
+        else:
+            with Progress(console=err, transient=True) as bar:
+                size = path.stat().st_size if path.is_file() else 1  # else: IngestError below
+                job = bar.add_task(f"ingest {path.name}", total=max(1, size))
+                report = read(
+                    progress=lambda done, total: bar.update(
+                        job, completed=done, total=max(1, total)
+                    )
+                )
+    except IngestError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    rt.store.ensure_indexes()
+    if as_json:
+        print_json(
+            {
+                "accepted": report.accepted,
+                "duplicates": report.duplicates,
+                "rejected": report.rejected,
+                "skipped_derived": report.skipped_derived,
+                "format": report.format,
+                "streams": report.streams,
+                "rejected_lines": [{"line": n, "reason": r} for n, r in report.rejects],
+            }
+        )
+    else:
+        console.print(
+            f"[bold]{path}[/bold] ({report.format}): accepted [green]{report.accepted}[/green], "
+            f"duplicates {report.duplicates}, rejected [red]{report.rejected}[/red], "
+            f"compaction summaries kept out {report.skipped_derived}"
+        )
+        for reason in report.first_reasons:
+            console.print(f"  [red]rejected[/red] {reason}")
+        if report.rejected:
+            console.print("  (kept whole in the rejected_input table)")
+    raise typer.Exit(1 if report.rejected else 0)
+
+
+def _check_shard(value: str | None) -> str | None:
+    """A bad --shard is a usage error before Prefect starts."""
+    from episodic.shards import Shard
+
+    if value is not None:
+        try:
+            Shard.parse(value)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+    return value
+
+
+@app.command()
+def consolidate(
+    user: str | None = typer.Option(None, "--user"),
+    flush: bool = typer.Option(False, "--flush", help="also close every open episode"),
+    shard: str | None = typer.Option(
+        None,
+        "--shard",
+        help="I/N: only the users of that shard (N runs on N workers)",
+        callback=_check_shard,
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run the consolidate flow now (ephemeral Prefect API, or PREFECT_API_URL)."""
+    from flows.consolidate import consolidate as flow
+
+    with spinner("consolidating", show_progress(as_json)):
+        # a finished flow call gives its result: the summary, even on "nothing to do"
+        summary = cast(dict[str, Any], flow(user=user, flush=flush, shard=shard))
+    if as_json:
+        print_json(summary)
+        return
+    console.print(
+        f"turns processed [bold]{summary['turns_processed']}[/bold], episodes closed "
+        f"[bold]{summary['episodes_closed']}[/bold], LLM calls {summary['llm_calls']}, "
+        f"{summary['seconds']} s"
+    )
+    for reason, n in sorted(summary["by_reason"].items(), key=lambda kv: -kv[1]):
+        console.print(f"  {reason:18} {n}")
+
+
+@app.command()
+def episodes(
+    user: str = typer.Option(..., "--user"),
+    stream: str | None = typer.Option(None, "--stream"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """List a user's episodes: turn range, why it was cut, salience, summary."""
+    eps = _rt(user).episodes.list(user, stream)
+    show(
+        as_json,
+        [episode_view(e) for e in eps],
+        f"episodes of {user}",
+        ("stream", "turns", "started", "reason", "score", "sal", "source", "summary"),
+        (
+            (
+                e.stream_id,
+                f"{e.first_seq}-{e.last_seq}",
+                f"{e.started_at:%Y-%m-%d %H:%M}",
+                e.boundary_reason,
+                f"{e.boundary_score:.2f}",
+                str(e.salience or "-"),
+                e.salience_source or "pending",
+                e.summary[:70],
+            )
+            for e in eps
+        ),
+    )
+
+
+@app.command()
+def facts(
+    user: str = typer.Option(..., "--user"),
+    all_rows: bool = typer.Option(False, "--all", help="include superseded and deleted facts"),
+    as_of: datetime | None = typer.Option(None, "--as-of", help="what was believed true then"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """A user's facts; --all shows the whole history with validity intervals."""
+    from episodic.models import utc
+
+    repo = _rt(user).facts
+    rows = repo.as_of(user, utc(as_of)) if as_of else repo.list(user, include_inactive=all_rows)
+    show(
+        as_json,
+        [f.model_dump(exclude={"vector"}) for f in rows],
+        f"facts of {user}",
+        ("fact_id", "status", "valid_from", "valid_to", "text"),
+        (
+            (
+                f.fact_id[:12],
+                f.status,
+                f"{f.valid_from:%Y-%m-%d %H:%M}",
+                f"{f.valid_to:%Y-%m-%d %H:%M}" if f.valid_to else "",
+                f.text,
+            )
+            for f in rows
+        ),
+    )
+
+
+@app.command()
+def history(
+    fact_id: str,
+    user: str = typer.Option(..., "--user"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Every ADD / UPDATE / DELETE / NOOP decision on a fact and its chain."""
+    repo = _rt(user).facts
+    full = [
+        f.fact_id for f in repo.list(user, include_inactive=True) if f.fact_id.startswith(fact_id)
+    ]
+    rows = repo.history(user, full[0] if len(full) == 1 else fact_id)
+    show(
+        as_json,
+        [h.model_dump() for h in rows],
+        f"history of {fact_id}",
+        ("at", "event", "old", "new", "episode", "decided_by"),
+        (
+            (
+                f"{h.at:%Y-%m-%d %H:%M:%S}",
+                h.event,
+                h.old_text or "",
+                h.new_text or "",
+                h.episode_id[:10],
+                h.decided_by,
+            )
+            for h in rows
+        ),
+    )
+
+
+@app.command()
+def search(
+    query: str,
+    user: str = typer.Option(..., "--user"),
+    k: int = typer.Option(10, "-k", "--k"),
+    kinds: str = typer.Option("turns,facts,reflections", "--kinds"),
+    recency: float = typer.Option(0.1, "--recency-weight", help="weight of recency, 0-10"),
+    importance: float = typer.Option(0.1, "--importance-weight", help="weight of importance, 0-10"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Search a user's memory: hybrid hits on turns, facts and reflections, each
+    with the turns it returns, its episode and every part of its score."""
+    from episodic.retrieval import ScoreWeights
+    from episodic.service.search import MemoryOptions, search_memory
+
+    try:
+        opts = MemoryOptions(
+            k=k,
+            kinds=tuple(x.strip() for x in kinds.split(",") if x.strip()),
+            weights=ScoreWeights(recency_weight=recency, importance_weight=importance),
+        )
+        rt = _rt()
+        items = search_memory(rt, user, query, opts)
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    show(
+        as_json,
+        [i.as_dict() for i in items],
+        f"{query!r} for {user}",
+        ("score", "kind", "rel", "rec", "imp", "turns", "episode", "text"),
+        (
+            (
+                f"{i.score:.3f}",
+                i.kind,
+                f"{i.relevance:.2f}",
+                f"{i.recency:.2f}",
+                f"{i.importance:.2f}",
+                ",".join(str(x["seq"]) for x in i.turns) or "-",
+                (i.episode_id or "-")[:10],
+                i.text[:70],
+            )
+            for i in items
+        ),
+    )
+    rt.recalls.flush()  # the results are out; the recall bookkeeping follows
+
+
+@app.command()
+def episode(
+    episode_id: str,
+    user: str = typer.Option(..., "--user"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Show one episode of a user with its turns."""
+    rt = _rt(user)
+    found = rt.episodes.by_ids(user, [episode_id])
+    if not found:
+        err.print(f"[red]error:[/red] no episode {episode_id!r} for this user")
+        raise typer.Exit(1)
+    e = found[0]
+    turns = rt.raw.by_ids(user, list(e.turn_ids))
+    rows: list[dict[str, Any]] = [
+        {
+            "turn_id": t.turn_id,
+            "seq": t.seq,
+            "role": t.role,
+            "speaker": t.meta.get("speaker") or t.role,
+            "event_ts": t.event_ts,
+            "text": t.text,
+        }
+        for t in sorted(turns, key=lambda t: t.seq)
+    ]
+    if as_json:
+        print_json(
+            {
+                "episode_id": e.episode_id,
+                "stream_id": e.stream_id,
+                "first_seq": e.first_seq,
+                "last_seq": e.last_seq,
+                "reason": e.boundary_reason,
+                "salience": e.salience,
+                "summary": e.summary,
+                "continues_episode_id": e.continues_episode_id,
+                "status": e.status,
+                "turns": rows,
+            }
+        )
+        return
+    console.print(
+        f"episode {e.episode_id} ({e.stream_id} {e.first_seq}-{e.last_seq}, {e.boundary_reason})"
+    )
+    for r in rows:
+        console.print(f"  {r['seq']:>6} {r['speaker']}: {r['text'][:100]}")
+
+
+@app.command()
+def reflections(
+    user: str = typer.Option(..., "--user"),
+    all_rows: bool = typer.Option(False, "--all", help="include archived reflections"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """List a user's reflections with the episodes and facts they cite."""
+    refl = _rt(user).reflections.list(user, include_archived=all_rows)
+    show(
+        as_json,
+        [
+            {
+                "reflection_id": r.reflection_id,
+                "text": r.text,
+                "importance": r.importance,
+                "created_at": r.created_at,
+                "evidence_episode_ids": list(r.evidence_episode_ids),
+                "evidence_fact_ids": list(r.evidence_fact_ids),
+                "recall_count": r.recall_count,
+                "status": r.status,
+            }
+            for r in refl
+        ],
+        f"reflections of {user}",
+        ("created", "imp", "episodes", "facts", "text"),
+        (
+            (
+                f"{r.created_at:%Y-%m-%d %H:%M}",
+                f"{r.importance:.0f}",
+                str(len(r.evidence_episode_ids)),
+                str(len(r.evidence_fact_ids)),
+                r.text[:80],
+            )
+            for r in refl
+        ),
+    )
+
+
+@app.command()
+def demo() -> None:
+    """Ingest the bundled sample and consolidate it: the main job, end to end."""
+    from episodic.adapters.cli.demo import run_demo
+
+    run_demo(console)
+
+
+@eval_app.command("segment")
+def eval_segment(
+    dataset: str = typer.Option(..., "--dataset", help="dialseg711|tiage|superdialseg"),
+    path: Path = typer.Option(..., "--path"),
+    embedder: str = typer.Option("minilm", "--embedder"),
+    limit: int | None = typer.Option(None, "--limit"),
+    cache: Path | None = typer.Option(None, "--cache", help="keep embeddings here (.npz)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Pk, WindowDiff and boundary F1 of the online detector, its baselines and ablations."""
+    from episodic.bench.segment_eval import run_segment_eval
+    from episodic.embed import make_embedder
+
+    _require_data(path)
+    with spinner(f"evaluating on {dataset}", show_progress(as_json)):
+        res = run_segment_eval(
+            dataset, str(path), make_embedder(embedder), limit=limit, cache_dir=cache
+        )
+    methods = {"detector": res, **res.get("baselines", {})}
+    show(
+        as_json,
+        res,
+        f"{dataset}: {res.get('n_dialogues')} dialogues",
+        ("method", "Pk", "WindowDiff", "F1"),
+        (
+            (name, f"{m['pk']:.3f}", f"{m['windowdiff']:.3f}", f"{m.get('f1', 0):.3f}")
+            for name, m in methods.items()
+        ),
+    )
+
+
+@train_app.command("segment")
+def train_segment(
+    data: Path = typer.Option(Path("../shared/data"), "--data", help="the public data folder"),
+    out: Path | None = typer.Option(
+        None, "--out", help="write the parameters here (default: the packaged combiner_v1.npz)"
+    ),
+    embedder: str = typer.Option("minilm", "--embedder"),
+    cache: Path | None = typer.Option(None, "--cache", help="keep embeddings here (.npz)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Refit the boundary combiner on SuperDialseg validation + TIAGE train; print CV scores."""
+    from episodic.bench.segment_train import train
+    from episodic.embed import make_embedder
+
+    _require_data(data)
+    if out is None:
+        from importlib import resources
+
+        out = Path(str(resources.files("episodic.segment").joinpath("combiner_v1.npz")))
+    with spinner("fitting the boundary combiner", show_progress(as_json)):
+        res = train(data, make_embedder(embedder), cache_dir=cache, out=out)
+    show(
+        as_json,
+        res,
+        f"combiner v{res['version']} -> {res.get('written')}",
+        ("model", "threshold", "SuperDialseg CV Pk", "TIAGE dev Pk"),
+        (
+            (
+                name,
+                f"{m['threshold']:.3f}",
+                f"{m['superdialseg_cv_pk']:.3f}",
+                f"{m['tiage_dev_pk']:.3f}",
+            )
+            for name, m in res["models"].items()
+        ),
+    )
+
+
+@eval_app.command("locomo")
+def eval_locomo(
+    path: Path = typer.Option(..., "--path"),
+    k: str = typer.Option("5,10,25", "--k"),
+    budget: int = typer.Option(50, "--budget", help="equal budget of retrieved turns"),
+    embedder: str = typer.Option("minilm", "--embedder"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Evidence recall@k on LoCoMo: episodes against fixed windows, sessions, turns."""
+    from episodic.bench.locomo_eval import run_locomo_eval
+
+    _require_data(path)
+    with spinner("evaluating on LoCoMo", show_progress(as_json)):
+        res = run_locomo_eval(
+            path, ks=[int(x) for x in k.split(",")], budget=budget, embedder=embedder
+        )
+    show(
+        as_json,
+        res,
+        f"LoCoMo evidence recall ({res['n_questions']} questions)",
+        ("method", *(f"R@{kk}" for kk in res["ks"]), f"R@{budget} turns", "turns/unit"),
+        (
+            (
+                name,
+                *[f"{m['recall_at_k'][str(kk)]:.3f}" for kk in res["ks"]],
+                f"{m['recall_at_budget']:.3f}",
+                f"{m['mean_turns_per_unit']:.1f}",
+            )
+            for name, m in res["methods"].items()
+        ),
+    )
+
+
+@app.command()
+def bench(
+    name: str = typer.Argument(
+        ...,
+        help="segment|pipeline|incremental|retrieval|memory|reference|embed-backends|llm|all"
+        "|scale-out|embed-default",
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+    turns: int | None = typer.Option(None, "--turns", help="scale down (smoke runs)"),
+    workers: str = typer.Option("1,2", "--workers", help="scale-out: worker counts, e.g. 1,2"),
+) -> None:
+    """Run a benchmark; prints its figures beside their targets."""
+    from episodic.bench.run import run_bench
+
+    counts = tuple(int(w) for w in workers.split(",") if w.strip())
+    with spinner(f"benchmark {name}", show_progress(as_json)):
+        res = run_bench(name, turns=turns, workers=counts)
+    if as_json:
+        print_json(res)
+    else:
+        console.print_json(json.dumps(res, default=str))
+
+
+@app.command()
+def reflect(
+    user: str | None = typer.Option(None, "--user"),
+    force: bool = typer.Option(False, "--force", help="reflect even below the threshold"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run the reflect flow now."""
+    from flows.reflect import reflect as flow
+
+    res = flow(user=user, force=force)
+    if as_json:
+        print_json(res)
+    else:
+        for uid, r in res.items():
+            console.print(
+                f"{uid}: due={r['due']} pending salience={r['pending_salience']:.0f} "
+                f"written={r.get('written', 0)}"
+            )
+
+
+@app.command()
+def maintain(
+    user: str | None = typer.Option(None, "--user"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run the maintain flow now: decay, archive, compact."""
+    from flows.maintain import maintain as flow
+
+    res = flow(user=user)
+    if as_json:
+        print_json(res)
+    else:
+        console.print(f"decayed {res['decayed']}, archived {res['archived']}")
+        for row in res["tables"]:
+            console.print(
+                f"  {row['table']:16} rows {row['rows']:>7}  versions {row['versions']}"
+                f"  fragments {row['fragments']}"
+            )
+
+
+# commands that live in their own modules
+from episodic.adapters.cli import agents, alerts, llm, ops  # noqa: E402
+
+ops.register(app)
+alerts.register(app)
+agents.register(app)
+llm.register(app)
+
+
+def main() -> None:
+    """The console script: Prefect's environment first (before prefect loads),
+    quiet on a terminal except for `serve`, whose runs log at INFO in the UI."""
+    from episodic.config import apply_prefect_env
+
+    apply_prefect_env(quiet=sys.argv[1:2] != ["serve"])
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""The fact scenario suite: short conversations with the facts they must leave.
+
+The cases are data, in episodic/bench/fact_cases.toml (its header says what each
+field means): CASES, on which the rules were tuned, and HELD_OUT, written
+afterwards to see how the extractor does on phrasing it was not fitted to.
+Each Case holds its episodes (each a list of (role, text) turns) and the
+phrases that must be `active`, `superseded` or `absent` after the merge.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+U, A = "user", "assistant"
+Turns = list[tuple[str, str]]
+DATA = Path(__file__).with_name("fact_cases.toml")
+SPEAKERS = {"U": U, "A": A}
+FIELDS = {"name", "topic", "episodes", "active", "superseded", "absent"}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    topic: str
+    episodes: list[Turns]
+    active: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)
+
+
+def _turn(case: str, line: str) -> tuple[str, str]:
+    who, sep, text = line.partition(": ")
+    if not sep or who not in SPEAKERS:
+        raise ValueError(f"fact case {case!r}: a turn starts with 'U: ' or 'A: ', got {line!r}")
+    return SPEAKERS[who], text
+
+
+def _case(row: dict[str, Any]) -> Case:
+    name = str(row.get("name", "?"))
+    if unknown := set(row) - FIELDS:
+        raise ValueError(f"fact case {name!r}: unknown fields {sorted(unknown)}")
+    return Case(
+        name,
+        row["topic"],
+        [[_turn(name, line) for line in episode] for episode in row["episodes"]],
+        active=list(row.get("active", [])),
+        superseded=list(row.get("superseded", [])),
+        absent=list(row.get("absent", [])),
+    )
+
+
+def load(path: Path = DATA) -> tuple[list[Case], list[Case]]:
+    """The tuned cases and the held-out ones."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return [_case(r) for r in data["cases"]], [_case(r) for r in data["held_out"]]
+
+
+CASES, HELD_OUT = load()

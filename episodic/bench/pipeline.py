@@ -1,0 +1,73 @@
+"""End-to-end consolidation throughput beside embedding-only throughput.
+
+The same realistic turns are embedded alone (same embedder, same batches as a
+poll), then run through the consolidate flow (read, embed, segment, write
+episodes and checkpoints, salience, facts, reflection) with the offline
+provider. Model loading and the start of Prefect's ephemeral API are warmed up
+outside both timings; ingest is timed apart. The embedder is the default
+(`EPISODIC_EMBEDDER`'s default) unless named."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from episodic.bench.corpus import bench_env, ingest, machine, realistic_turns, report, target
+from episodic.config import Settings
+
+TARGET_RATIO = 0.85
+
+
+DEFAULT_EMBEDDER: str = Settings.model_fields["embedder"].default
+
+
+def bench_pipeline(
+    turns: int = 20_000, embedder: str = DEFAULT_EMBEDDER, users: int = 10
+) -> dict[str, Any]:
+    from episodic.bench.corpus import run_consolidate
+    from episodic.service.runtime import get_runtime
+
+    with bench_env(embedder):
+        rt = get_runtime()
+        items = realistic_turns(turns, users=users)
+        ingest_s = ingest(rt.raw, items)
+        rt.store.ensure_indexes()
+        texts = [t.text for t in items]
+        batch = max(1, rt.settings.batch_turns)
+        rt.embedder.embed(texts[:64])  # load the model
+        run_consolidate(user="nobody")  # start Prefect's API
+
+        t0 = time.perf_counter()
+        for i in range(0, len(texts), batch):
+            rt.embedder.embed(texts[i : i + batch])
+        embed_s = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        summary = run_consolidate(flush=True)
+        pipe_s = time.perf_counter() - t0
+
+    tps = len(items) / pipe_s
+    etps = len(items) / embed_s
+    res: dict[str, Any] = {
+        "benchmark": "pipeline",
+        "turns": len(items),
+        "users": users,
+        "embedder": rt.embedder.name,
+        "embedder_setting": embedder,
+        "turns_per_s": round(tps, 1),
+        "embed_only_turns_per_s": round(etps, 1),
+        "ratio": round(tps / etps, 3),
+        "seconds": {
+            "pipeline": round(pipe_s, 2),
+            "embed_only": round(embed_s, 2),
+            "ingest": round(ingest_s, 2),
+        },
+        "episodes": summary["episodes_closed"],
+        "fact_events": summary["fact_events"],
+        "reflections": summary["reflections"],
+        "stages": summary["stages"],  # where the pipeline's time went
+        "machine": machine(),
+    }
+    res["targets"] = {"ratio": target(res["ratio"], ">=", TARGET_RATIO)}
+    report("pipeline", res)
+    return res

@@ -1,0 +1,111 @@
+"""Capture a growing transcript: append only the lines after the stored byte
+offset, then store the new offset. The offset is written after the append
+commits; losing it (or a crash in between) sends lines again, which raw's
+turn-id dedup makes harmless. Only whole lines are read: a line the agent is
+still writing waits for the next capture. A file shorter than its offset was
+rewritten: it is read again from the start."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from storage.offsets import Offsets
+from storage.raw import RawLog
+from episodic.service.ingest import ingest_file
+
+BLOCK = 1 << 16
+
+
+@dataclass
+class CaptureReport:
+    path: str
+    start: int
+    end: int
+    lines: int
+    accepted: int
+    duplicates: int
+    rejected: int
+    skipped_derived: int
+    restarted: bool
+    streams: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def last_line_end(path: Path, start: int, size: int) -> int:
+    """The byte after the last newline in [start, size), or `start` if none."""
+    with path.open("rb") as f:
+        pos = size
+        while pos > start:
+            lo = max(start, pos - BLOCK)
+            f.seek(lo)
+            block = f.read(pos - lo)
+            i = block.rfind(b"\n")
+            if i >= 0:
+                return lo + i + 1
+            pos = lo
+    return start
+
+
+def count_lines(path: Path, start: int, end: int) -> int:
+    n = 0
+    with path.open("rb") as f:
+        f.seek(start)
+        left = end - start
+        while left > 0:
+            block = f.read(min(BLOCK * 16, left))
+            if not block:
+                break
+            n += block.count(b"\n")
+            left -= len(block)
+    return n
+
+
+def capture_file(
+    raw: RawLog,
+    offsets: Offsets,
+    path: Path,
+    fmt: str,
+    *,
+    user_id: str,
+    max_turn_chars: int = 200_000,
+    override_user: bool = True,
+) -> CaptureReport:
+    """`user_id` owns the offset; it is also every turn's user unless
+    `override_user` is False (a generic file naming its users per line)."""
+    path = Path(path).resolve()
+    key = str(path)
+    start, line = offsets.get(user_id, key)
+    size = os.stat(path).st_size
+    restarted = start > size
+    if restarted:
+        start, line = 0, 1
+    end = last_line_end(path, start, size)
+    if end <= start:
+        return CaptureReport(key, start, start, 0, 0, 0, 0, 0, restarted, [])
+    report = ingest_file(
+        raw,
+        path,
+        fmt,
+        user_id=user_id if override_user else None,
+        max_turn_chars=max_turn_chars,
+        window=(start, line, end),
+    )
+    lines = count_lines(path, start, end)
+    offsets.set(user_id, key, end, line + lines)  # after the append: never ahead of raw
+    return CaptureReport(
+        path=key,
+        start=start,
+        end=end,
+        lines=lines,
+        accepted=report.accepted,
+        duplicates=report.duplicates,
+        rejected=report.rejected,
+        skipped_derived=report.skipped_derived,
+        restarted=restarted,
+        streams=report.streams,
+    )

@@ -1,0 +1,304 @@
+"""`Memory`: the one application service. Every face (CLI, HTTP, MCP, the
+Python API, the Prefect flows, the benchmarks) calls these methods and gets
+these result types (episodic/service/views.py), so no two faces disagree.
+
+    with Memory(Settings(home=path)) as memory:
+        memory.add("alice", [{"role": "user", "text": "I moved to Berlin"}])
+        memory.consolidate("alice", flush=True)
+        hits = memory.search("alice", "where does alice live")
+
+Consolidation is composed by the Prefect flows (flows/), which this service
+never imports: a face that consolidates hands the service a `runner`
+(episodic.adapters.python gives the in-process flow runner by default)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+from episodic.config import Settings, load_settings
+from episodic.embed.base import Embedder
+from episodic.errors import ConfigError, NotFoundError
+from episodic.llm.base import LLMProvider
+from episodic.models import utc
+from episodic.retrieval import ScoreWeights
+from episodic.service.accept import GroupWriter, accept
+from episodic.service.doctor import DoctorReport, run_doctor
+from episodic.service.ingest import IngestReport, ingest_file
+from episodic.service.runtime import Runtime, build_runtime
+from episodic.service.search import HIT_KINDS, MemoryOptions, search_memory
+from episodic.service.status import StreamStatus, stream_status
+from episodic.service.views import (
+    AddReceipt,
+    EpisodeDetail,
+    EpisodeView,
+    FactEvent,
+    FactView,
+    Hit,
+    ReflectionView,
+    Rejection,
+)
+from storage.frames import user_exists
+from storage.keys import SCOPES, ApiKey, ApiKeys
+from storage.transfer import TransferReport, export_user, import_dir
+
+
+class ConsolidationRunner(Protocol):
+    """Runs one consolidation poll over this memory (the consolidate flow)."""
+
+    def __call__(
+        self, memory: Memory, *, user_id: str | None, flush: bool, shard: str | None
+    ) -> dict[str, Any]: ...
+
+
+class Memory:
+    """One store, one embedder, one provider, and every verb users have.
+
+    Built explicitly (from `Settings`, or a `Runtime` already built) and used
+    as a context manager; `close()` writes the recall bookkeeping still queued.
+    Slotted: a flow that is handed a Memory records it as `<Memory>`, never
+    walks into its store."""
+
+    __slots__ = ("rt", "runner", "_writer", "_keys")
+
+    def __init__(
+        self,
+        settings: Settings | Runtime | None = None,
+        *,
+        embedder: Embedder | None = None,
+        provider: LLMProvider | None = None,
+        runner: ConsolidationRunner | None = None,
+    ) -> None:
+        if isinstance(settings, Runtime):
+            self.rt = settings
+            if provider is not None:
+                self.rt.provider = provider
+        else:
+            self.rt = build_runtime(
+                settings or load_settings(), embedder=embedder, provider=provider
+            )
+        self.runner = runner
+        self._writer: GroupWriter | None = None
+        self._keys: ApiKeys | None = None
+
+    @classmethod
+    def at(cls, home: str | Path, **kw: Any) -> Memory:
+        """A memory kept under the directory `home` (its LanceDB store inside)."""
+        return cls(load_settings().model_copy(update={"home": Path(home)}), **kw)
+
+    @property
+    def settings(self) -> Settings:
+        return self.rt.settings
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self,
+        et: type[BaseException] | None,
+        ev: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.rt.recalls.flush()
+
+    # ---- writes ------------------------------------------------------------
+    @property
+    def writer(self) -> GroupWriter:
+        """The group commit that concurrent adds share (one per service)."""
+        if self._writer is None:
+            self._writer = GroupWriter(self.rt.raw)
+        return self._writer
+
+    def add(
+        self,
+        user_id: str,
+        turns: Sequence[Mapping[str, Any] | Any],
+        *,
+        source: str = "python",
+        stream_id: str = "api",
+    ) -> AddReceipt:
+        """Append turns (generic JSONL records as objects: role, text, ts?,
+        stream_id?, kind?, meta?, id?) to the user's raw log, idempotently;
+        the receipt comes once they are durable. Bad items are quarantined
+        under `user_id` and listed with their index and reason."""
+        out = accept(
+            self.writer,
+            list(turns),
+            user_id=user_id,
+            source=source,
+            max_turn_chars=self.settings.max_turn_chars,
+            default_stream=stream_id,
+        )
+        return AddReceipt(
+            accepted=out.accepted,
+            duplicates=out.duplicates,
+            rejected=[Rejection(index=i, reason=r) for i, r in out.rejected],
+            turn_ids=out.turn_ids,
+        )
+
+    def ingest(
+        self,
+        path: Path,
+        fmt: str = "auto",
+        *,
+        user_id: str | None = None,
+        stream_id: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestReport:
+        """Append a transcript file to the raw log (idempotent); bad lines are
+        quarantined with their line number and reason."""
+        report = ingest_file(
+            self.rt.raw,
+            path,
+            fmt,
+            user_id=user_id,
+            stream_id=stream_id,
+            max_turn_chars=self.settings.max_turn_chars,
+            progress=progress,
+        )
+        self.rt.store.ensure_indexes()
+        return report
+
+    def consolidate(
+        self, user_id: str | None = None, *, flush: bool = False, shard: str | None = None
+    ) -> dict[str, Any]:
+        """One consolidation poll (segment, score, merge facts, reflect when
+        due) for one user or all, through the runner this memory was given."""
+        if self.runner is None:
+            raise ConfigError(
+                "runner", "this Memory has no consolidation runner (episodic.Memory has one)"
+            )
+        return self.runner(self, user_id=user_id, flush=flush, shard=shard)
+
+    # ---- reads -------------------------------------------------------------
+    def require_user(self, user_id: str) -> None:
+        """NotFoundError when nothing of `user_id` is stored, rather than an
+        empty answer that looks like an empty memory."""
+        if not user_exists(self.rt.store, user_id):
+            raise NotFoundError(
+                "user",
+                user_id,
+                "no turns, episodes or facts stored (`episodic status` lists every user's streams)",
+            )
+
+    def search(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        k: int = 10,
+        kinds: Sequence[str] = HIT_KINDS,
+        weights: ScoreWeights | None = None,
+        max_turns: int | None = None,
+        record: bool = True,
+        now: datetime | None = None,
+    ) -> list[Hit]:
+        """The shipped search: hybrid hits on turns (with their neighbours),
+        facts and reflections, best first, every part of each score shown.
+        A bad `k` or kind raises ValueError."""
+        opts = MemoryOptions(
+            k=k,
+            kinds=tuple(kinds),
+            weights=weights or ScoreWeights(),
+            max_turns=max_turns,
+            record=record,
+        )
+        return search_memory(self.rt, user_id, query, opts, now=now)
+
+    def facts(
+        self, user_id: str, *, as_of: datetime | None = None, include_inactive: bool = False
+    ) -> list[FactView]:
+        """Active facts; `include_inactive` adds superseded and deleted ones;
+        `as_of` gives those believed true then."""
+        repo = self.rt.facts
+        rows = (
+            repo.as_of(user_id, utc(as_of))
+            if as_of
+            else repo.list(user_id, include_inactive=include_inactive)
+        )
+        return [FactView.of(f) for f in rows]
+
+    def fact_history(self, user_id: str, fact_id: str) -> list[FactEvent]:
+        """Every ADD / UPDATE / DELETE / NOOP decision on a fact (a unique
+        prefix of its id will do)."""
+        full = self._resolve(
+            "fact", fact_id, [f.fact_id for f in self.rt.facts.list(user_id, include_inactive=True)]
+        )
+        return [FactEvent.of(h) for h in self.rt.facts.history(user_id, full)]
+
+    def episodes(
+        self, user_id: str, *, stream_id: str | None = None, limit: int | None = None
+    ) -> list[EpisodeView]:
+        """The user's episodes, oldest first (`limit`: the most recent ones)."""
+        eps = sorted(self.rt.episodes.list(user_id, stream_id), key=lambda e: e.ended_at)
+        if limit is not None:
+            eps = eps[-limit:] if limit > 0 else []
+        return [EpisodeView.of(e) for e in eps]
+
+    def episode(self, user_id: str, episode_id: str) -> EpisodeDetail:
+        """One episode with its turns (a unique prefix of its id will do)."""
+        found = self.rt.episodes.by_ids(user_id, [episode_id]) if episode_id else []
+        if not found:
+            ids = [e.episode_id for e in self.rt.episodes.list(user_id)]
+            found = self.rt.episodes.by_ids(user_id, [self._resolve("episode", episode_id, ids)])
+        e = found[0]
+        return EpisodeDetail.with_turns(e, self.rt.raw.by_ids(user_id, list(e.turn_ids)))
+
+    def reflections(self, user_id: str, *, include_archived: bool = False) -> list[ReflectionView]:
+        rows = self.rt.reflections.list(user_id, include_archived=include_archived)
+        return [ReflectionView.of(r) for r in rows]
+
+    def status(self, user_id: str | None = None) -> list[StreamStatus]:
+        """Per stream: raw turns, watermark, lag, open episode, last run."""
+        return stream_status(self.rt, user_id)
+
+    def doctor(self, user_id: str | None = None, *, repair: bool = False) -> DoctorReport:
+        """Check (and with `repair`, mend) the store's invariants."""
+        rt = self.rt
+        return run_doctor(rt.raw, rt.checkpoints, rt.episodes, user_id, repair=repair)
+
+    # ---- transfer ----------------------------------------------------------
+    def export(self, user_id: str, out: Path) -> TransferReport:
+        return export_user(self.rt.store, user_id, out)
+
+    def import_(self, src: Path) -> TransferReport:
+        report = import_dir(self.rt.store, src)
+        self.rt.store.ensure_indexes()
+        return report
+
+    def forget(self, user_id: str, **what: str) -> dict[str, Any]:
+        """The seam for forgetting (issue 30): not built yet."""
+        raise NotImplementedError("forget is not built yet (issue 30)")
+
+    # ---- keys --------------------------------------------------------------
+    @property
+    def keys(self) -> ApiKeys:
+        if self._keys is None:
+            self._keys = ApiKeys(self.rt.store)
+        return self._keys
+
+    def create_key(self, user_id: str, scopes: Sequence[str] = SCOPES) -> tuple[str, ApiKey]:
+        """A new key for `user_id`: the secret (shown once) and its stored record."""
+        return self.keys.create(user_id, tuple(scopes))
+
+    def verify_key(self, secret: str) -> ApiKey | None:
+        return self.keys.verify(secret)
+
+    # ---- helpers -----------------------------------------------------------
+    @staticmethod
+    def _resolve(kind: str, given: str, ids: Sequence[str]) -> str:
+        """The one id that is `given` or starts with it, else NotFoundError."""
+        if given in ids:
+            return given
+        found = [i for i in ids if given and i.startswith(given)]
+        if len(found) != 1:
+            hint = f"{len(found)} ids start with it" if found else "not stored for this user"
+            raise NotFoundError(kind, given, hint)
+        return found[0]
+

@@ -1,0 +1,194 @@
+"""What the service returns: one type per concept, shared by every face
+(CLI `--json`, HTTP, MCP, the Python client), so no two faces can disagree.
+
+Each view is built from a stored row by its `of` constructor, in one place."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from episodic.models import Episode, Fact, FactHistory, Reflection, Turn
+
+
+class View(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    def as_json(self) -> dict[str, Any]:
+        """JSON-ready (datetimes as ISO 8601 strings)."""
+        return self.model_dump(mode="json")
+
+
+class HitTurn(View):
+    """A turn a hit returns: the hit itself or one of its neighbours."""
+
+    turn_id: str
+    stream_id: str
+    seq: int
+    speaker: str
+    text: str
+    event_ts: datetime
+
+
+class Hit(View):
+    """One search result: what matched, the turns it returns, and every part of its score."""
+
+    kind: str  # turn | fact | reflection
+    item_id: str
+    text: str
+    turns: list[HitTurn]  # the returned turns: hit first, then its neighbours
+    episode_id: str | None
+    provenance: list[str]  # episodes a fact or reflection cites
+    score: float
+    relevance: float
+    recency: float
+    importance: float
+    rrf: float
+    text_rank: int
+    dense_rank: int
+    cosine: float | None
+    seq: int | None = None  # a turn hit's own position in its stream
+
+
+class TurnView(View):
+    turn_id: str
+    stream_id: str
+    seq: int
+    role: str
+    kind: str
+    speaker: str
+    text: str
+    event_ts: datetime
+
+    @classmethod
+    def of(cls, t: Turn) -> TurnView:
+        speaker = t.meta.get("speaker")
+        return cls(
+            turn_id=t.turn_id,
+            stream_id=t.stream_id,
+            seq=t.seq,
+            role=t.role,
+            kind=t.kind,
+            speaker=speaker if isinstance(speaker, str) and speaker else t.role,
+            text=t.text,
+            event_ts=t.event_ts,
+        )
+
+
+class EpisodeView(View):
+    """An episode: where it sits, why it was cut, how salient it is."""
+
+    episode_id: str
+    stream_id: str
+    first_seq: int
+    last_seq: int
+    n_turns: int
+    started_at: datetime
+    ended_at: datetime
+    reason: str
+    boundary_score: float
+    signal_scores: dict[str, float]
+    salience: int
+    salience_source: str
+    summary: str
+    status: str
+    parent_episode_id: str | None
+    continues_episode_id: str | None
+
+    @classmethod
+    def of(cls, e: Episode) -> EpisodeView:
+        return cls(
+            episode_id=e.episode_id,
+            stream_id=e.stream_id,
+            first_seq=e.first_seq,
+            last_seq=e.last_seq,
+            n_turns=e.n_turns,
+            started_at=e.started_at,
+            ended_at=e.ended_at,
+            reason=e.boundary_reason,
+            boundary_score=round(e.boundary_score, 4),
+            signal_scores=dict(e.signal_scores),
+            salience=e.salience,
+            salience_source=e.salience_source,
+            summary=e.summary,
+            status=e.status,
+            parent_episode_id=e.parent_episode_id,
+            continues_episode_id=e.continues_episode_id,
+        )
+
+
+class EpisodeDetail(EpisodeView):
+    turns: list[TurnView]
+
+    @classmethod
+    def with_turns(cls, e: Episode, turns: list[Turn]) -> EpisodeDetail:
+        return cls(
+            **EpisodeView.of(e).model_dump(),
+            turns=[TurnView.of(t) for t in sorted(turns, key=lambda t: t.seq)],
+        )
+
+
+class FactView(View):
+    fact_id: str
+    text: str
+    status: str
+    valid_from: datetime
+    valid_to: datetime | None
+    created_at: datetime
+    expired_at: datetime | None
+    importance: float
+    recall_count: int
+    source_episode_ids: list[str]
+    supersedes: str | None
+
+    @classmethod
+    def of(cls, f: Fact) -> FactView:
+        return cls(**f.model_dump(include=set(cls.model_fields)))
+
+
+class FactEvent(View):
+    """One ADD / UPDATE / DELETE / NOOP decision on a fact."""
+
+    fact_id: str
+    event: str
+    old_text: str | None
+    new_text: str | None
+    new_fact_id: str | None
+    episode_id: str
+    decided_by: str
+    at: datetime
+
+    @classmethod
+    def of(cls, h: FactHistory) -> FactEvent:
+        return cls(**h.model_dump(include=set(cls.model_fields)))
+
+
+class ReflectionView(View):
+    reflection_id: str
+    text: str
+    importance: float
+    created_at: datetime
+    evidence_episode_ids: list[str]
+    evidence_fact_ids: list[str]
+    recall_count: int
+    status: str
+
+    @classmethod
+    def of(cls, r: Reflection) -> ReflectionView:
+        return cls(**r.model_dump(include=set(cls.model_fields)))
+
+
+class Rejection(View):
+    index: int
+    reason: str
+
+
+class AddReceipt(View):
+    """What a write of turns did: counted once the turns are durable."""
+
+    accepted: int
+    duplicates: int
+    rejected: list[Rejection] = Field(default_factory=list)
+    turn_ids: list[str] = Field(default_factory=list)
