@@ -26,15 +26,14 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 @pytest.fixture(autouse=True)
-def _uninstall_runtimes() -> Iterator[None]:
-    """The runtimes a test installed (tests.integration.helpers.make_runtime)
-    end with it."""
+def _close_memories() -> Iterator[None]:
+    """The memories a test built (tests.integration.helpers.make_memory) end with it."""
     yield
     import sys
 
     helpers = sys.modules.get("tests.integration.helpers")
     if helpers is not None:
-        helpers.RUNTIMES.close()
+        helpers.MEMORIES.close()
 
 
 @pytest.fixture

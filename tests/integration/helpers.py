@@ -1,5 +1,5 @@
-"""Helpers for integration tests: a runtime on a temporary LanceDB directory
-with the deterministic hash embedder and the offline provider."""
+"""Helpers for integration tests: a memory service on a temporary LanceDB
+directory with the deterministic hash embedder and the offline provider."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from typing import Any
 
 from episodic.config import Settings
 from episodic.models import TurnIn
-from episodic.service.runtime import Runtime, use_runtime
+from episodic.adapters.embedded import Memory
 from tests.integration.reliability_support import turn_row
 from tests.integration.reliability_support import write_jsonl as write_jsonl  # one writer
 
-# the runtimes make_runtime installed; tests/conftest.py closes it after each test
-RUNTIMES = ExitStack()
+# the memories make_memory built; tests/conftest.py closes them after each test
+MEMORIES = ExitStack()
 
 
 def settings_at(home: Path, **overrides: Any) -> Settings:
@@ -24,11 +24,11 @@ def settings_at(home: Path, **overrides: Any) -> Settings:
     return Settings(home=home, embedder="hash", llm="offline", **overrides)
 
 
-def make_runtime(home: Path, **overrides: Any) -> Runtime:
-    """A runtime on `home`, installed (episodic.service.runtime.use_runtime) until the
-    test ends, so the flows and in-process commands it runs use the same
-    store; the environment is left alone."""
-    return RUNTIMES.enter_context(use_runtime(settings_at(home, **overrides)))
+def make_memory(home: Path, **overrides: Any) -> Memory:
+    """The Python face's Memory on `home` (closed when the test ends); pass it
+    to a flow (`consolidate(memory=m)`) or call its verbs. The environment is
+    left alone."""
+    return MEMORIES.enter_context(Memory(settings_at(home, **overrides)))
 
 
 TOPICS = [
