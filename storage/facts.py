@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from episodic.models import Fact, FactHistory, stable_id
+from episodic.retrieval import rrf_scores
 from episodic.vocab import FACT_EVENTS, FactEvent, FactStatus
 from storage import filters
 from storage.codec import from_row, to_naive, to_row
@@ -137,11 +138,7 @@ class Facts:
                 rows = []  # a query the tokenizer cannot parse: vector candidates only
             ranked.append([r["fact_id"] for r in rows])
             by_id.update({r["fact_id"]: from_row(Fact, r) for r in rows})
-        scores: dict[str, float] = {}
-        for ranking in ranked:
-            for rank, fid in enumerate(ranking):
-                scores[fid] = scores.get(fid, 0.0) + 1.0 / (60 + rank + 1)
-        order = sorted(scores, key=lambda f: (-scores[f], f))[:k]
+        order = [fid for fid, _ in rrf_scores(ranked)[:k]]
         out = []
         for fid in order:
             f = by_id[fid]

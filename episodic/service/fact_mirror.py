@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from episodic.facts import ExistingFact
+from episodic.retrieval import rrf_scores
 from storage.facts import Facts, PlannedFact, new_fact_id
 
 
@@ -53,11 +54,7 @@ class ActiveFacts:
                 ranked.append([ids[j] for j in order])
         if self._fts and text.strip():
             ranked.append([f for f in self.repo.fts_ids(self.user_id, text, k) if f in self._text])
-        scores: dict[str, float] = {}
-        for ranking in ranked:
-            for rank, fid in enumerate(ranking):
-                scores[fid] = scores.get(fid, 0.0) + 1.0 / (60 + rank + 1)
-        order_ids = sorted(scores, key=lambda f: (-scores[f], f))[:k]
+        order_ids = [fid for fid, _ in rrf_scores(ranked)[:k]]
         return [ExistingFact(fact_id=f, text=self._text[f], vector=self._vec[f]) for f in order_ids]
 
     def apply(self, episode_id: str, plan: list[PlannedFact]) -> None:
