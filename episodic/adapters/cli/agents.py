@@ -7,21 +7,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import typer
 
+from episodic.adapters.cli.context import memory
+from episodic.adapters.cli.guard import GuardedTyper, fail
 from episodic.adapters.cli.output import console, err, print_json, show
+from episodic.errors import ExitCode
 
-keys_app = typer.Typer(no_args_is_help=True, help="API keys: one tenant each, with scopes.")
-capture_app = typer.Typer(no_args_is_help=True, help="Append what an agent wrote since last time.")
-
-
-def _keys() -> Any:
-    from storage.keys import ApiKeys
-    from episodic.service.runtime import get_runtime
-
-    return ApiKeys(get_runtime().store)
+keys_app = GuardedTyper(no_args_is_help=True, help="API keys: one tenant each, with scopes.")
+capture_app = GuardedTyper(no_args_is_help=True, help="Append what an agent wrote since last time.")
 
 
 def api(
@@ -49,15 +44,15 @@ def keys_create(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Create a key; it is printed once and stored only as a salted HMAC."""
+    wanted = tuple(s.strip() for s in scopes.split(",") if s.strip())
     try:
-        key, rec = _keys().create(user, tuple(s.strip() for s in scopes.split(",") if s.strip()))
+        key, rec = memory().create_key(user, wanted)
     except ValueError as e:
-        err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        fail(ExitCode.USAGE, str(e))
     if as_json:
         print_json({"key": key, **rec.as_dict()})
     else:
-        console.print(f"key for {user} ({', '.join(rec.scopes)}), shown once:")
+        console.print(f"key for {user} ({', '.join(rec.scopes)}), shown once:", markup=False)
         sys.stdout.write(key + "\n")
 
 
@@ -67,7 +62,7 @@ def keys_list(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Keys (their ids, never the keys) with user, scopes and state."""
-    rows = _keys().list(user)
+    rows = memory().keys.list(user)
     show(
         as_json,
         [k.as_dict() for k in rows],
@@ -94,21 +89,21 @@ def keys_revoke(
     """Revoke a key (the API refuses it within 2 s). Exit 1 if none was live."""
     if key_id.startswith("ep_") and key_id.count("_") >= 2:
         key_id = key_id.split("_")[1]
-    done = _keys().revoke(key_id)
+    done = memory().keys.revoke(key_id)
     if as_json:
         print_json({"key_id": key_id, "revoked": done})
     else:
-        console.print(f"{key_id}: {'revoked' if done else 'no live key with this id'}")
+        state = "revoked" if done else "no live key with this id"
+        console.print(f"{key_id}: {state}", markup=False)
     raise typer.Exit(0 if done else 1)
 
 
 def _capture(path: Path, fmt: str, user: str, as_json: bool, override: bool = True) -> None:
     from episodic.errors import IngestError
-    from storage.offsets import Offsets
     from episodic.service.capture import capture_file
-    from episodic.service.runtime import get_runtime
+    from storage.offsets import Offsets
 
-    rt = get_runtime()
+    rt = memory().rt
     try:
         rep = capture_file(
             rt.raw,
@@ -120,14 +115,14 @@ def _capture(path: Path, fmt: str, user: str, as_json: bool, override: bool = Tr
             override_user=override,
         )
     except (IngestError, OSError) as e:
-        err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        fail(ExitCode.USAGE, str(e))
     if as_json:
         print_json(rep.as_dict())
     else:
         err.print(
             f"{rep.path}: bytes {rep.start}-{rep.end}, accepted {rep.accepted}, "
-            f"duplicates {rep.duplicates}, rejected {rep.rejected}"
+            f"duplicates {rep.duplicates}, rejected {rep.rejected}",
+            markup=False,
         )
 
 
@@ -141,12 +136,10 @@ def capture_claude_code(
     try:
         hook = json.loads(sys.stdin.read() or "{}")
     except ValueError as e:
-        err.print(f"[red]error:[/red] the hook input is not JSON: {e}")
-        raise typer.Exit(2) from e
+        fail(ExitCode.USAGE, f"the hook input is not JSON: {e}")
     path = hook.get("transcript_path") if isinstance(hook, dict) else None
     if not isinstance(path, str) or not path:
-        err.print("[red]error:[/red] the hook input has no transcript_path")
-        raise typer.Exit(2)
+        fail(ExitCode.USAGE, "the hook input has no transcript_path")
     _capture(Path(path).expanduser(), "claude-code", user, as_json)
 
 

@@ -1,5 +1,5 @@
 """`episodic alerts`: Prefect automations that notify on failed runs and
-lagging streams (deployments/automations.yaml; the logic: episodic/adapters/cli/automations.py).
+lagging streams (deployments/automations.yaml; the logic: tasks/automations.py).
 
 episodic alerts block --slack URL         a notification block (or --webhook URL)
 episodic alerts apply [--block NAME]      create or update the automations by name

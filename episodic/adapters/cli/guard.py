@@ -3,21 +3,28 @@
 Before: the settings are loaded and checked (a bad value is a usage error);
 the commands that call a model check its provider settings (a missing key);
 the commands that run flows tie Prefect's temporary server to this process
-(episodic.adapters.cli.ephemeral). After: each known failure is one line on stderr and its
-exit code from `episodic.errors.ExitCode`; anything else keeps its traceback.
+(episodic.adapters.cli.ephemeral). After: each known failure is one line on
+stderr and its exit code from `episodic.errors.ExitCode` (an unknown user,
+episode or fact: 1, whichever command asked); anything else keeps its
+traceback; the command's memory is closed (episodic.adapters.cli.context).
+
+The failures are mapped where the command line is invoked (`GuardedGroup`),
+so the console script and an in-process `CliRunner` answer alike.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 
+import click
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
-from episodic.errors import ConfigError, ExitCode, storage_errno
+from episodic.errors import ConfigError, ExitCode, NotFoundError, storage_errno
 
 CommandFn = TypeVar("CommandFn", bound=Callable[..., Any])
 
@@ -41,6 +48,40 @@ def _storage_message(exc: BaseException, code: int) -> str:
     return f"storage full or not writable: {os.strerror(code)}" + (f" ({where})" if where else "")
 
 
+@contextmanager
+def guarded() -> Iterator[None]:
+    """Known failures as one line and their exit code; the memory closed after."""
+    from episodic.adapters.cli.context import release
+    from storage.lease import LeaseBusy
+
+    try:
+        yield
+    except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        raise  # click's own: their code and message already chosen
+    except NotFoundError as e:
+        fail(ExitCode.REJECTED, str(e))
+    except ConfigError as e:
+        fail(ExitCode.USAGE, str(e))
+    except LeaseBusy as e:
+        fail(ExitCode.BUSY, str(e))
+    except Exception as e:
+        code = storage_errno(e)
+        if code is None:
+            raise
+        fail(ExitCode.STORAGE, _storage_message(e, code))
+    finally:
+        release()
+
+
+class GuardedGroup(TyperGroup):
+    """The command group whose invocation (the callback, then the command)
+    runs `guarded`."""
+
+    def invoke(self, ctx: Any) -> Any:
+        with guarded():
+            return super().invoke(ctx)
+
+
 class FlagHelpCommand(TyperCommand):
     """A command whose on/off flags show no value type in `--help` (typer
     0.29 prints `<bool>` after `--json`, as if it took a value)."""
@@ -57,24 +98,13 @@ class GuardedTyper(typer.Typer):
     """A Typer app whose known failures exit with one line and their code,
     and whose commands show flags as flags in `--help`."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("cls", GuardedGroup)
+        super().__init__(**kwargs)
+
     def command(self, *args: Any, **kwargs: Any) -> Callable[[CommandFn], CommandFn]:
         kwargs.setdefault("cls", FlagHelpCommand)
         return super().command(*args, **kwargs)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from storage.lease import LeaseBusy
-
-        try:
-            return super().__call__(*args, **kwargs)
-        except ConfigError as e:
-            fail(ExitCode.USAGE, str(e))
-        except LeaseBusy as e:
-            fail(ExitCode.BUSY, str(e))
-        except Exception as e:
-            code = storage_errno(e)
-            if code is None:
-                raise
-            fail(ExitCode.STORAGE, _storage_message(e, code))
 
 
 def preflight(ctx: typer.Context) -> None:

@@ -5,20 +5,18 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
-from episodic.adapters.cli.guard import GuardedTyper, preflight
-from episodic.adapters.cli.options import require_user, show_progress, spinner
-from episodic.adapters.cli.output import console, episode_view, err, print_json, show
+from episodic.adapters.cli.context import for_user, memory
+from episodic.adapters.cli.guard import GuardedTyper, fail, preflight
+from episodic.adapters.cli.options import show_progress, spinner
+from episodic.adapters.cli.output import console, err, esc, print_json, show, views_json
+from episodic.errors import ExitCode
 
-if TYPE_CHECKING:
-    from episodic.service.runtime import Runtime
-
-# exit codes: episodic.errors.ExitCode; settings checked first: episodic.adapters.cli.guard
+# exit codes: episodic.errors.ExitCode; settings checked first and failures
+# mapped: episodic.adapters.cli.guard; the one Memory: episodic.adapters.cli.context
 app = GuardedTyper(add_completion=False, no_args_is_help=True, help=__doc__)
 app.callback()(preflight)
 eval_app = GuardedTyper(no_args_is_help=True, help="Measure against public data with ground truth.")
@@ -26,22 +24,16 @@ app.add_typer(eval_app, name="eval")
 train_app = GuardedTyper(no_args_is_help=True, help="Refit learned components from public data.")
 app.add_typer(train_app, name="train")
 
-
-def _rt(user: str | None = None) -> Runtime:
-    """The runtime; with `user`, for a read of that user's memory: exits 1
-    when nothing of theirs is stored."""
-    from episodic.service.runtime import get_runtime
-
-    rt = get_runtime()
-    if user is not None:
-        require_user(rt, user)
-    return rt
+SHORT_ID = 12  # the id prefix tables print; `episode` and `history` take it
 
 
 def _require_data(path: Path) -> None:
     if not path.exists():
-        err.print(f"[red]error:[/red] {path} not found (the public data lives in ../shared/data)")
-        raise typer.Exit(2)
+        fail(ExitCode.USAGE, f"{path} not found (the public data lives in ../shared/data)")
+
+
+def _stamp(at: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    return at.strftime(fmt) if at else ""
 
 
 @app.command()
@@ -71,54 +63,36 @@ def ingest(
     from rich.progress import Progress
 
     from episodic.errors import IngestError
-    from episodic.service.ingest import ingest_file
 
-    rt = _rt()
-    read = partial(
-        ingest_file,
-        rt.raw,
-        path,
-        fmt,
-        user_id=user,
-        stream_id=stream,
-        max_turn_chars=rt.settings.max_turn_chars,
-    )
+    m = memory()
     try:
         if as_json:
-            report = read()
+            report = m.ingest(path, fmt, user_id=user, stream_id=stream)
         else:
             with Progress(console=err, transient=True) as bar:
                 size = path.stat().st_size if path.is_file() else 1  # else: IngestError below
-                job = bar.add_task(f"ingest {path.name}", total=max(1, size))
-                report = read(
+                job = bar.add_task(f"ingest {esc(path.name)}", total=max(1, size))
+                report = m.ingest(
+                    path,
+                    fmt,
+                    user_id=user,
+                    stream_id=stream,
                     progress=lambda done, total: bar.update(
                         job, completed=done, total=max(1, total)
-                    )
+                    ),
                 )
     except IngestError as e:
-        err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
-    rt.store.ensure_indexes()
+        fail(ExitCode.USAGE, str(e))
     if as_json:
-        print_json(
-            {
-                "accepted": report.accepted,
-                "duplicates": report.duplicates,
-                "rejected": report.rejected,
-                "skipped_derived": report.skipped_derived,
-                "format": report.format,
-                "streams": report.streams,
-                "rejected_lines": [{"line": n, "reason": r} for n, r in report.rejects],
-            }
-        )
+        print_json(report.as_dict())
     else:
         console.print(
-            f"[bold]{path}[/bold] ({report.format}): accepted [green]{report.accepted}[/green], "
-            f"duplicates {report.duplicates}, rejected [red]{report.rejected}[/red], "
-            f"compaction summaries kept out {report.skipped_derived}"
+            f"[bold]{esc(path)}[/bold] ({esc(report.format)}): accepted "
+            f"[green]{report.accepted}[/green], duplicates {report.duplicates}, rejected "
+            f"[red]{report.rejected}[/red], compaction summaries kept out {report.skipped_derived}"
         )
         for reason in report.first_reasons:
-            console.print(f"  [red]rejected[/red] {reason}")
+            console.print(f"  [red]rejected[/red] {esc(reason)}")
         if report.rejected:
             console.print("  (kept whole in the rejected_input table)")
     raise typer.Exit(1 if report.rejected else 0)
@@ -149,11 +123,9 @@ def consolidate(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Run the consolidate flow now (ephemeral Prefect API, or PREFECT_API_URL)."""
-    from flows.consolidate import consolidate as flow
-
+    m = for_user(user) if user is not None else memory()
     with spinner("consolidating", show_progress(as_json)):
-        # a finished flow call gives its result: the summary, even on "nothing to do"
-        summary = cast(dict[str, Any], flow(user=user, flush=flush, shard=shard))
+        summary = m.consolidate(user, flush=flush, shard=shard)
     if as_json:
         print_json(summary)
         return
@@ -163,28 +135,31 @@ def consolidate(
         f"{summary['seconds']} s"
     )
     for reason, n in sorted(summary["by_reason"].items(), key=lambda kv: -kv[1]):
-        console.print(f"  {reason:18} {n}")
+        console.print(f"  {esc(reason):18} {n}")
 
 
 @app.command()
 def episodes(
     user: str = typer.Option(..., "--user"),
     stream: str | None = typer.Option(None, "--stream"),
+    limit: int | None = typer.Option(None, "--limit", help="only the most recent N"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """List a user's episodes: turn range, why it was cut, salience, summary."""
-    eps = _rt(user).episodes.list(user, stream)
+    """List a user's episodes, oldest first: id (`episodic episode ID` shows
+    one), turn range, why it was cut, salience, summary."""
+    eps = for_user(user).episodes(user, stream_id=stream, limit=limit)
     show(
         as_json,
-        [episode_view(e) for e in eps],
+        views_json(eps),
         f"episodes of {user}",
-        ("stream", "turns", "started", "reason", "score", "sal", "source", "summary"),
+        ("episode", "stream", "turns", "started", "reason", "score", "sal", "source", "summary"),
         (
             (
+                e.episode_id[:SHORT_ID],
                 e.stream_id,
                 f"{e.first_seq}-{e.last_seq}",
-                f"{e.started_at:%Y-%m-%d %H:%M}",
-                e.boundary_reason,
+                _stamp(e.started_at),
+                e.reason,
                 f"{e.boundary_score:.2f}",
                 str(e.salience or "-"),
                 e.salience_source or "pending",
@@ -203,21 +178,18 @@ def facts(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """A user's facts; --all shows the whole history with validity intervals."""
-    from episodic.models import utc
-
-    repo = _rt(user).facts
-    rows = repo.as_of(user, utc(as_of)) if as_of else repo.list(user, include_inactive=all_rows)
+    rows = for_user(user).facts(user, as_of=as_of, include_inactive=all_rows)
     show(
         as_json,
-        [f.model_dump(exclude={"vector"}) for f in rows],
+        views_json(rows),
         f"facts of {user}",
         ("fact_id", "status", "valid_from", "valid_to", "text"),
         (
             (
-                f.fact_id[:12],
+                f.fact_id[:SHORT_ID],
                 f.status,
-                f"{f.valid_from:%Y-%m-%d %H:%M}",
-                f"{f.valid_to:%Y-%m-%d %H:%M}" if f.valid_to else "",
+                _stamp(f.valid_from),
+                _stamp(f.valid_to),
                 f.text,
             )
             for f in rows
@@ -231,24 +203,21 @@ def history(
     user: str = typer.Option(..., "--user"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Every ADD / UPDATE / DELETE / NOOP decision on a fact and its chain."""
-    repo = _rt(user).facts
-    full = [
-        f.fact_id for f in repo.list(user, include_inactive=True) if f.fact_id.startswith(fact_id)
-    ]
-    rows = repo.history(user, full[0] if len(full) == 1 else fact_id)
+    """Every ADD / UPDATE / DELETE / NOOP decision on a fact and its chain
+    (a unique prefix of the fact's id will do)."""
+    rows = for_user(user).fact_history(user, fact_id)
     show(
         as_json,
-        [h.model_dump() for h in rows],
+        views_json(rows),
         f"history of {fact_id}",
         ("at", "event", "old", "new", "episode", "decided_by"),
         (
             (
-                f"{h.at:%Y-%m-%d %H:%M:%S}",
+                _stamp(h.at, "%Y-%m-%d %H:%M:%S"),
                 h.event,
                 h.old_text or "",
                 h.new_text or "",
-                h.episode_id[:10],
+                h.episode_id[:SHORT_ID],
                 h.decided_by,
             )
             for h in rows
@@ -269,39 +238,34 @@ def search(
     """Search a user's memory: hybrid hits on turns, facts and reflections, each
     with the turns it returns, its episode and every part of its score."""
     from episodic.retrieval import ScoreWeights
-    from episodic.service.search import MemoryOptions, search_memory
 
+    m = for_user(user)
     try:
-        opts = MemoryOptions(
-            k=k,
-            kinds=tuple(x.strip() for x in kinds.split(",") if x.strip()),
-            weights=ScoreWeights(recency_weight=recency, importance_weight=importance),
-        )
-        rt = _rt()
-        items = search_memory(rt, user, query, opts)
+        weights = ScoreWeights(recency_weight=recency, importance_weight=importance)
+        wanted = tuple(x.strip() for x in kinds.split(",") if x.strip())
+        hits = m.search(user, query, k=k, kinds=wanted, weights=weights)
     except ValueError as e:
-        err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        fail(ExitCode.USAGE, str(e))
     show(
         as_json,
-        [i.as_dict() for i in items],
+        views_json(hits),
         f"{query!r} for {user}",
-        ("score", "kind", "rel", "rec", "imp", "turns", "episode", "text"),
+        ("score", "kind", "rel", "rec", "imp", "turn", "episode", "text"),
         (
             (
-                f"{i.score:.3f}",
-                i.kind,
-                f"{i.relevance:.2f}",
-                f"{i.recency:.2f}",
-                f"{i.importance:.2f}",
-                ",".join(str(x["seq"]) for x in i.turns) or "-",
-                (i.episode_id or "-")[:10],
-                i.text[:70],
+                f"{h.score:.3f}",
+                h.kind,
+                f"{h.relevance:.2f}",
+                f"{h.recency:.2f}",
+                f"{h.importance:.2f}",
+                "-" if h.seq is None else str(h.seq),
+                (h.episode_id or "-")[:SHORT_ID],
+                h.text[:70],
             )
-            for i in items
+            for h in hits
         ),
     )
-    rt.recalls.flush()  # the results are out; the recall bookkeeping follows
+    m.close()  # the results are out; the recall bookkeeping follows
 
 
 @app.command()
@@ -310,46 +274,18 @@ def episode(
     user: str = typer.Option(..., "--user"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Show one episode of a user with its turns."""
-    rt = _rt(user)
-    found = rt.episodes.by_ids(user, [episode_id])
-    if not found:
-        err.print(f"[red]error:[/red] no episode {episode_id!r} for this user")
-        raise typer.Exit(1)
-    e = found[0]
-    turns = rt.raw.by_ids(user, list(e.turn_ids))
-    rows: list[dict[str, Any]] = [
-        {
-            "turn_id": t.turn_id,
-            "seq": t.seq,
-            "role": t.role,
-            "speaker": t.meta.get("speaker") or t.role,
-            "event_ts": t.event_ts,
-            "text": t.text,
-        }
-        for t in sorted(turns, key=lambda t: t.seq)
-    ]
+    """Show one episode of a user with its turns (the short id `episodes` and
+    `search` print will do)."""
+    e = for_user(user).episode(user, episode_id)
     if as_json:
-        print_json(
-            {
-                "episode_id": e.episode_id,
-                "stream_id": e.stream_id,
-                "first_seq": e.first_seq,
-                "last_seq": e.last_seq,
-                "reason": e.boundary_reason,
-                "salience": e.salience,
-                "summary": e.summary,
-                "continues_episode_id": e.continues_episode_id,
-                "status": e.status,
-                "turns": rows,
-            }
-        )
+        print_json(e.as_json())
         return
     console.print(
-        f"episode {e.episode_id} ({e.stream_id} {e.first_seq}-{e.last_seq}, {e.boundary_reason})"
+        f"episode {e.episode_id} ({e.stream_id} {e.first_seq}-{e.last_seq}, {e.reason})",
+        markup=False,
     )
-    for r in rows:
-        console.print(f"  {r['seq']:>6} {r['speaker']}: {r['text'][:100]}")
+    for t in e.turns:
+        console.print(f"  {t.seq:>6} {t.speaker}: {t.text[:100]}", markup=False)
 
 
 @app.command()
@@ -359,27 +295,15 @@ def reflections(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """List a user's reflections with the episodes and facts they cite."""
-    refl = _rt(user).reflections.list(user, include_archived=all_rows)
+    refl = for_user(user).reflections(user, include_archived=all_rows)
     show(
         as_json,
-        [
-            {
-                "reflection_id": r.reflection_id,
-                "text": r.text,
-                "importance": r.importance,
-                "created_at": r.created_at,
-                "evidence_episode_ids": list(r.evidence_episode_ids),
-                "evidence_fact_ids": list(r.evidence_fact_ids),
-                "recall_count": r.recall_count,
-                "status": r.status,
-            }
-            for r in refl
-        ],
+        views_json(refl),
         f"reflections of {user}",
         ("created", "imp", "episodes", "facts", "text"),
         (
             (
-                f"{r.created_at:%Y-%m-%d %H:%M}",
+                _stamp(r.created_at),
                 f"{r.importance:.0f}",
                 str(len(r.evidence_episode_ids)),
                 str(len(r.evidence_fact_ids)),
@@ -395,7 +319,7 @@ def demo() -> None:
     """Ingest the bundled sample and consolidate it: the main job, end to end."""
     from episodic.adapters.cli.demo import run_demo
 
-    run_demo(console)
+    run_demo(console, memory())
 
 
 @eval_app.command("segment")
@@ -532,14 +456,15 @@ def reflect(
     """Run the reflect flow now."""
     from flows.reflect import reflect as flow
 
-    res = flow(user=user, force=force)
+    res = flow(user=user, force=force, memory=for_user(user) if user is not None else memory())
     if as_json:
         print_json(res)
     else:
         for uid, r in res.items():
             console.print(
                 f"{uid}: due={r['due']} pending salience={r['pending_salience']:.0f} "
-                f"written={r.get('written', 0)}"
+                f"written={r.get('written', 0)}",
+                markup=False,
             )
 
 
@@ -551,7 +476,7 @@ def maintain(
     """Run the maintain flow now: decay, archive, compact."""
     from flows.maintain import maintain as flow
 
-    res = flow(user=user)
+    res = flow(user=user, memory=for_user(user) if user is not None else memory())
     if as_json:
         print_json(res)
     else:

@@ -10,9 +10,9 @@ from pathlib import Path
 import typer
 from typing_extensions import TypedDict  # pydantic validates it on Python 3.11
 
+from episodic.adapters.cli.context import for_user, memory
 from episodic.adapters.cli.guard import fail
-from episodic.adapters.cli.options import require_user
-from episodic.adapters.cli.output import console, err, print_json, show
+from episodic.adapters.cli.output import console, err, esc, print_json, show
 from episodic.errors import ExitCode
 
 
@@ -33,13 +33,9 @@ def status(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Per user and stream: raw turns, watermark, lag, open episode, last run."""
-    from episodic.service.status import human_age, stream_status
-    from episodic.service.runtime import get_runtime
+    from episodic.service.status import human_age
 
-    rt = get_runtime()
-    if user is not None:
-        require_user(rt, user)
-    rows = stream_status(rt, user)
+    rows = (for_user(user) if user is not None else memory()).status(user)
     if not rows and not as_json:
         console.print("no streams yet: `episodic ingest FILE` or `episodic demo`")
         return
@@ -86,29 +82,26 @@ def doctor(
 
     Exit 0 when every invariant holds (after --repair: when what was wrong is
     repaired), 1 when a problem remains."""
-    from episodic.service.doctor import run_doctor
-    from episodic.service.runtime import get_runtime
-
-    rt = get_runtime()
-    if user is not None:
-        require_user(rt, user)
-    report = run_doctor(rt.raw, rt.checkpoints, rt.episodes, user, repair=repair)
+    report = (for_user(user) if user is not None else memory()).doctor(user, repair=repair)
     if as_json:
         print_json(report.as_dict())
     else:
         for r in report.repaired:
             console.print(
-                f"[green]repaired[/green] head of {r['user_id']}/{r['stream_id']}: "
+                f"[green]repaired[/green] head of {esc(r['user_id'])}/{esc(r['stream_id'])}: "
                 f"seq {r['head_seq'][0]} -> {r['head_seq'][1]}, "
                 f"turns {r['n_turns'][0]} -> {r['n_turns'][1]}"
             )
         for p in report.problems:
             fix = " (--repair fixes it)" if p.repairable else ""
             console.print(
-                f"[red]{p.kind}[/red] {p.user_id}/{p.stream_id}: {p.count}, {p.detail}{fix}"
+                f"[red]{p.kind}[/red] {esc(p.user_id)}/{esc(p.stream_id)}: {p.count}, "
+                f"{esc(p.detail)}{fix}"
             )
         for n in report.notes:
-            console.print(f"note: {n.kind} {n.user_id}/{n.stream_id}: {n.count}, {n.detail}")
+            console.print(
+                f"note: {n.kind} {n.user_id}/{n.stream_id}: {n.count}, {n.detail}", markup=False
+            )
         n_bad = len(report.problems)
         verdict = "[green]ok[/green]" if report.ok else f"[red]{n_bad} problems[/red]"
         console.print(f"{verdict}: {report.streams_checked} streams checked")
@@ -126,17 +119,15 @@ def plot(
     """Draw a stream over time: turns, signal scores against thresholds, cuts and reasons."""
     import shutil
 
-    from episodic.service.runtime import get_runtime
     from episodic.service.timeline import PlotError, latest_plot_path, plot_stream
 
-    rt = get_runtime()
-    latest = latest_plot_path(rt.settings.home, user)
+    m = for_user(user)
+    latest = latest_plot_path(m.settings.home, user)
     target = out or latest
     try:
-        tl = plot_stream(rt, user, stream, target)
+        tl = plot_stream(m.rt, user, stream, target)
     except PlotError as e:
-        err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        fail(ExitCode.USAGE, str(e))
     if target != latest:  # the consolidate artifact names the latest picture
         latest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(target, latest)
@@ -153,7 +144,8 @@ def plot(
         return
     console.print(
         f"{target}: stream {tl.stream_id}, {len(tl.turns)} turns, "
-        f"{len(tl.episodes)} episodes, {len(tl.cuts)} cuts"
+        f"{len(tl.episodes)} episodes, {len(tl.cuts)} cuts",
+        markup=False,
     )
 
 
@@ -164,11 +156,7 @@ def rejected(
     """Input lines ingest refused, kept whole: source, line number, reason."""
     from pydantic import TypeAdapter
 
-    from episodic.service.runtime import get_runtime
-
-    rt = get_runtime()
-    require_user(rt, user)
-    stored = TypeAdapter(list[RejectedRow]).validate_python(rt.raw.rejected(user))
+    stored = TypeAdapter(list[RejectedRow]).validate_python(for_user(user).rt.raw.rejected(user))
     rows = sorted(stored, key=lambda r: (r["source"], r["line_no"], r["at"]))
     show(
         as_json,
@@ -205,16 +193,11 @@ def export(
 ) -> None:
     """Write a user's raw turns, episodes, facts and their history, reflections,
     checkpoints and rejected input as Parquet (one file a table) to --out."""
-    from storage.transfer import export_user
-    from episodic.service.runtime import get_runtime
-
-    rt = get_runtime()
-    require_user(rt, user)
-    report = export_user(rt.store, user, out)
+    report = for_user(user).export(user, out)
     if as_json:
         print_json(report.as_dict())
         return
-    console.print(f"exported {user} to {out}")
+    console.print(f"exported {user} to {out}", markup=False)
     for name, n in report.rows.items():
         console.print(f"  {name:18} {n:>8}")
 
@@ -224,19 +207,16 @@ def import_(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Load an export into this store, same ids; importing twice equals once."""
-    from storage.transfer import TransferError, import_dir
-    from episodic.service.runtime import get_runtime
+    from storage.transfer import TransferError
 
-    rt = get_runtime()
     try:
-        report = import_dir(rt.store, src)
+        report = memory().import_(src)
     except TransferError as e:
         fail(ExitCode.USAGE, str(e))
-    rt.store.ensure_indexes()
     if as_json:
         print_json(report.as_dict())
         return
-    console.print(f"imported {report.user_id} from {src}")
+    console.print(f"imported {report.user_id} from {src}", markup=False)
     for name, n in report.rows.items():
         new, upd = report.inserted.get(name, 0), report.updated.get(name, 0)
         console.print(f"  {name:18} {n:>8}  new {new}, already there {upd}")

@@ -1,6 +1,8 @@
-"""How commands print: `--json` writes JSON on stdout for scripts and tests,
-otherwise a rich table for a person. Also the JSON view of an episode, which
-`episodic episodes --json` and the HTTP API share."""
+"""How commands print: `--json` writes JSON on stdout for scripts and tests
+(a view's `.as_json()`, the same JSON the HTTP API returns), otherwise a rich
+table for a person. Every cell and title is printed as text, never read as
+rich markup: `#[derive(Parser)]` stays whole (`esc` does the same for a value
+printed inside a line that has markup of its own)."""
 
 from __future__ import annotations
 
@@ -10,17 +12,28 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
     from episodic.models import Episode
+    from episodic.service.views import View
 
 console = Console()
 err = Console(stderr=True)
 
 
+def esc(value: object) -> str:
+    """A user-supplied value as text inside a line printed with markup."""
+    return escape(str(value))
+
+
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def views_json(views: Iterable[View]) -> list[dict[str, Any]]:
+    return [v.as_json() for v in views]
 
 
 def show(
@@ -31,21 +44,21 @@ def show(
     rows: Iterable[Sequence[str]],
 ) -> None:
     """With `--json`, `data` as JSON; else a table of `rows` (read only then:
-    pass a generator) under `columns`."""
+    pass a generator) under `columns`, every cell and the title as plain text."""
     if as_json:
         print_json(data)
         return
-    t = Table(title=title)
+    t = Table(title=escape(title))
     for col in columns:
         t.add_column(col)
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*(escape(cell) for cell in row))
     console.print(t)
 
 
 def episode_view(e: Episode) -> dict[str, Any]:
-    """An episode as JSON: where it sits, why it was cut, how salient it is.
-    The API's response models keep the fields they declare."""
+    """An episode as JSON, as the HTTP face still builds it (the CLI prints
+    episodic.service.views.EpisodeView)."""
     return {
         "episode_id": e.episode_id,
         "stream_id": e.stream_id,

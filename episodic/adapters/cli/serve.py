@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]  # the repository: episodic/adapters/cli/
 SPEC_PATH = ROOT / "deployments" / "prefect.yaml"
 
 
