@@ -2,26 +2,43 @@
 
 Tools: `remember` (turns in the generic JSONL shape), `recall` (query, k),
 `facts` (as_of) and `episodes` (recent). One server process serves one user:
-the user is fixed at start, never taken from a tool's arguments. stdout
-carries the protocol only.
+the user is fixed at start, never taken from a tool's arguments. Each tool is
+one call of the memory service and answers its views as JSON, the same the
+CLI's `--json` and the HTTP API give. A refused call answers an error whose
+text says why. stdout carries the protocol only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
-from episodic.service.accept import GroupWriter, accept
-from episodic.service.runtime import Runtime, get_runtime
+from episodic.errors import NotFoundError
+from episodic.service.memory import Memory
 
 MAX_TURNS = 1_000
+MAX_K = 100
+MAX_RECENT = 1_000
 
 
-def build_server(user_id: str, rt: Runtime | None = None) -> MCPServer:
-    rt = rt or get_runtime()
-    writer = GroupWriter(rt.raw)
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """A refusal (bad argument, unknown id) reaches the client with its reason:
+    the SDK shows the text of a ToolError only, any other exception as
+    `Error executing tool <name>`."""
+    try:
+        yield
+    except (ValueError, NotFoundError) as e:
+        raise ToolError(str(e)) from e
+
+
+def build_server(user_id: str, memory: Memory) -> MCPServer:
+    """The tools over `memory`, for `user_id` only; the caller owns the memory."""
     server: MCPServer = MCPServer(
         "episodic",
         instructions=(
@@ -36,83 +53,44 @@ def build_server(user_id: str, rt: Runtime | None = None) -> MCPServer:
     def remember(turns: list[dict[str, Any]]) -> dict[str, Any]:
         """Store turns: each {role, text, ts?, stream_id?, kind?, meta?, id?}.
         Idempotent: the same turn (same id, or same content and ts) is stored once."""
-        if len(turns) > MAX_TURNS:
-            raise ValueError(f"at most {MAX_TURNS} turns per call, got {len(turns)}")
-        out = accept(
-            writer,
-            turns,
-            user_id=user_id,
-            source="mcp",
-            max_turn_chars=rt.settings.max_turn_chars,
-        )
-        return out.as_dict()
+        with _refusals():
+            if len(turns) > MAX_TURNS:
+                raise ValueError(f"at most {MAX_TURNS} turns per call, got {len(turns)}")
+            return memory.add(user_id, turns, source="mcp").as_json()
 
     @server.tool()
     def recall(query: str, k: int = 5) -> dict[str, Any]:
         """Search memory (turns with their neighbours, facts, reflections), as
         `episodic search` does; each hit with its score, turns and episode."""
-        from episodic.service.search import MemoryOptions, search_memory
-
-        if not query.strip():
-            raise ValueError("query is empty")
-        if not 1 <= k <= 100:
-            raise ValueError(f"k must be between 1 and 100, got {k}")
-        hits = search_memory(rt, user_id, query, MemoryOptions(k=k))
-        return {
-            "hits": [
-                {
-                    "kind": h.kind,
-                    "text": h.text,
-                    "score": h.score,
-                    "episode_id": h.episode_id,
-                    "turns": [
-                        {"speaker": t["speaker"], "text": t["text"], "event_ts": t["event_ts"]}
-                        for t in h.turns
-                    ],
-                }
-                for h in hits
-            ]
-        }
+        with _refusals():
+            if not query.strip():
+                raise ValueError("query is empty")
+            if not 1 <= k <= MAX_K:
+                raise ValueError(f"k must be between 1 and {MAX_K}, got {k}")
+            return {"hits": [h.as_json() for h in memory.search(user_id, query, k=k)]}
 
     @server.tool()
     def facts(as_of: str | None = None) -> dict[str, Any]:
         """Active facts, or those believed true at `as_of` (ISO 8601)."""
-        from episodic.models import utc
-
-        if as_of:
-            rows = rt.facts.as_of(user_id, utc(datetime.fromisoformat(as_of)))
-        else:
-            rows = rt.facts.list(user_id)
-        return {
-            "facts": [
-                {"fact_id": f.fact_id, "text": f.text, "valid_from": f.valid_from.isoformat()}
-                for f in rows
-            ]
-        }
+        with _refusals():
+            when = datetime.fromisoformat(as_of) if as_of else None
+            return {"facts": [f.as_json() for f in memory.facts(user_id, as_of=when)]}
 
     @server.tool()
     def episodes(recent: int = 10) -> dict[str, Any]:
-        """The most recent closed episodes: summary, span and why each was cut."""
-        if not 1 <= recent <= 1000:
-            raise ValueError(f"recent must be between 1 and 1000, got {recent}")
-        eps = sorted(rt.episodes.list(user_id), key=lambda e: e.ended_at)[-recent:][::-1]
-        return {
-            "episodes": [
-                {
-                    "episode_id": e.episode_id,
-                    "stream_id": e.stream_id,
-                    "started_at": e.started_at.isoformat(),
-                    "ended_at": e.ended_at.isoformat(),
-                    "n_turns": e.n_turns,
-                    "reason": e.boundary_reason,
-                    "summary": e.summary or e.text[:500],
-                }
-                for e in eps
-            ]
-        }
+        """The most recent episodes, newest first: summary, span and why each was cut."""
+        with _refusals():
+            if not 1 <= recent <= MAX_RECENT:
+                raise ValueError(f"recent must be between 1 and {MAX_RECENT}, got {recent}")
+            eps = memory.episodes(user_id, limit=recent)[::-1]
+            return {"episodes": [e.as_json() for e in eps]}
 
     return server
 
 
 def serve_mcp(user_id: str) -> None:
-    build_server(user_id).run("stdio")
+    """The process entry point: one Memory from the environment, serving
+    `user_id` on stdio until the client goes; then closed (its recall
+    bookkeeping written)."""
+    with Memory() as memory:
+        build_server(user_id, memory).run("stdio")
