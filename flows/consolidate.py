@@ -16,6 +16,9 @@ from prefect.states import Completed
 from episodic.alerts import StreamLag
 from episodic.llm.prices import estimated_cost_usd
 from episodic.models import now_utc, stable_id
+from episodic.service.memory import Memory
+from episodic.service.runtime import Runtime
+from episodic.service.segment import idle_due
 from episodic.shards import Shard
 from episodic.vocab import Stage
 from storage.lease import user_lease
@@ -23,9 +26,6 @@ from tasks.alerts import emit_lag_alerts
 from tasks.exclusion import user_slot
 from tasks.names import from_params
 from tasks.report import consolidate_markdown, publish_markdown
-from episodic.service.memory import Memory
-from episodic.service.runtime import Runtime
-from episodic.service.segment import idle_due
 from tasks.steps import merge_facts, score_salience, segment_streams
 
 SALIENCE_CHUNK = 500  # one read and one write per chunk: fewer, larger writes

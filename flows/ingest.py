@@ -7,8 +7,8 @@ from typing import Any
 
 from prefect import flow
 
-from tasks.names import from_params
 from episodic.service.memory import Memory
+from tasks.names import from_params
 
 
 @flow(name="ingest", flow_run_name=from_params("ingest"), log_prints=True)

@@ -10,9 +10,9 @@ from prefect.cache_policies import NO_CACHE
 
 from episodic.decay import DecayPolicy
 from episodic.service.maintain import decay_user, upkeep
+from episodic.service.memory import Memory
 from tasks.names import from_params
 from tasks.report import publish_table
-from episodic.service.memory import Memory
 
 
 @task(name="decay-user", task_run_name="decay-{user_id}", cache_policy=NO_CACHE)

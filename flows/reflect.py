@@ -7,9 +7,9 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.names import from_params
-from episodic.service.reflect import reflect_if_due
 from episodic.service.memory import Memory
+from episodic.service.reflect import reflect_if_due
+from tasks.names import from_params
 
 
 @task(name="reflect-user", task_run_name="reflect-{user_id}", cache_policy=NO_CACHE, retries=1)

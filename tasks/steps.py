@@ -9,18 +9,17 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from episodic.vocab import Stage
-from storage.allocator import release
 from episodic.service import facts as fact_steps
 from episodic.service import salience as salience_steps
 from episodic.service import segment as segment_steps
 from episodic.service.memory import Memory
+from episodic.vocab import Stage
+from storage.allocator import release
 
 
 @task(name="segment-streams", task_run_name="segment-{n}-streams", cache_policy=NO_CACHE)
 def segment_streams(
-    memory: Memory,
-    user_id: str, streams: list[tuple[str, int]], flush: bool = False, n: int = 0
+    memory: Memory, user_id: str, streams: list[tuple[str, int]], flush: bool = False, n: int = 0
 ) -> list[dict[str, Any]]:
     """Every stream of one user with work, in one task: a Prefect task run per
     stream cost more than the stream's own work."""

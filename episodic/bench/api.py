@@ -39,7 +39,14 @@ def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
         }
     )
     env.pop("PREFECT_API_URL", None)
-    cmd = [sys.executable, "-c", "from episodic.adapters.cli.main import main; main()", "api", "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from episodic.adapters.cli.main import main; main()",
+        "api",
+        "--port",
+        str(port),
+    ]
     log = home / "api.log"
     proc = start(cmd, env, log)
     url = f"http://127.0.0.1:{port}"

@@ -21,13 +21,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from episodic.ingest.kinds import derive_kind
 from episodic.models import Role, TurnIn
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared/data
 SOURCE = "bench"
+
+if TYPE_CHECKING:
+    from episodic.config import Settings
+    from episodic.service.memory import Memory
 
 
 def data_dir() -> Path:
@@ -167,29 +171,43 @@ def report(name: str, res: dict[str, Any]) -> None:
     sys.stderr.write("\n".join(lines) + "\n")
 
 
-def run_consolidate(user: str | None = None, flush: bool = False) -> dict[str, Any]:
-    """The consolidate flow, called in this process: its summary (on "nothing
-    to do" the flow returns a Completed state, and the call hands back its data)."""
+def run_flow(
+    memory: Memory, *, user_id: str | None, flush: bool, shard: str | None
+) -> dict[str, Any]:
+    """The benchmarks' consolidation runner: the consolidate flow, called in
+    this process on `memory`; its summary (on "nothing to do" the flow
+    returns a Completed state, and the call hands back its data)."""
     from flows.consolidate import consolidate
 
-    summary = consolidate(user=user, flush=flush)
+    summary = consolidate(user=user_id, flush=flush, shard=shard, memory=memory)
     if not isinstance(summary, dict):
         raise TypeError(f"the consolidate flow gave a {type(summary).__name__}, not its summary")
     return summary
 
 
-@contextmanager
-def bench_env(embedder: str, home: Path | None = None) -> Iterator[Path]:
-    """A throwaway LanceDB directory, the runtime of every flow run inside the
-    block (episodic.service.runtime.use_runtime); the environment is left alone."""
-    from episodic.config import load_settings
-    from episodic.service.runtime import use_runtime
+def open_memory(settings: Settings, **kw: Any) -> Memory:
+    """The memory service on `settings`, consolidating through the flow in
+    this process (`memory.consolidate(...)`, as a user's call does)."""
+    from episodic.service.memory import Memory
 
+    return Memory(settings, runner=run_flow, **kw)
+
+
+def bench_settings(db_uri: str | Path, embedder: str = "hash") -> Settings:
+    """The settings a benchmark's store uses: `db_uri`, `embedder`, the offline provider."""
+    from episodic.config import load_settings
+
+    update = {"db_uri": str(db_uri), "embedder": embedder, "llm": "offline"}
+    return load_settings().model_copy(update=update)
+
+
+@contextmanager
+def bench_env(embedder: str, home: Path | None = None) -> Iterator[Memory]:
+    """A memory on a throwaway LanceDB directory (deleted after the block),
+    handed to whatever the block runs; the environment is left alone."""
     tmp = Path(tempfile.mkdtemp(prefix="episodic-bench-", dir=home))
-    update = {"db_uri": str(tmp / "lancedb"), "embedder": embedder, "llm": "offline"}
-    settings = load_settings().model_copy(update=update)
     try:
-        with use_runtime(settings):
-            yield tmp
+        with open_memory(bench_settings(tmp / "lancedb", embedder)) as memory:
+            yield memory
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -15,9 +15,12 @@ from __future__ import annotations
 import statistics
 import time
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from episodic.bench.corpus import bench_env, ingest, machine, realistic_turns, report, target
+
+if TYPE_CHECKING:
+    from episodic.service.memory import Memory
 
 TARGET_RATIO = 1.5
 POLL_USER = "user-000"
@@ -52,34 +55,28 @@ def clone_users(store: Any, copies: int) -> None:
             tbl.add(out)
 
 
-def _poll_times(n_polls: int, start: Any) -> list[float]:
-    from episodic.bench.corpus import run_consolidate
-    from episodic.service.runtime import get_runtime
-
-    rt = get_runtime()
+def _poll_times(memory: Memory, n_polls: int, start: Any) -> list[float]:
     times = []
     for i in range(n_polls):
         new = realistic_turns(100, users=1, streams=1, seed=100 + i, start=start, tag=f"poll{i}-")
         start = new[-1].event_ts + timedelta(minutes=5)
-        rt.raw.append(new)
+        memory.rt.raw.append(new)
         t0 = time.perf_counter()
-        res = run_consolidate(user=POLL_USER)
+        res = memory.consolidate(POLL_USER)
         times.append(time.perf_counter() - t0)
         assert res["turns_processed"] == 100, res["turns_processed"]
     return times
 
 
 def _store_case(base: int, copies: int, polls: int) -> dict[str, Any]:
-    from episodic.bench.corpus import run_consolidate
     from episodic.service.maintain import upkeep
-    from episodic.service.runtime import get_runtime
 
-    with bench_env("hash"):
-        rt = get_runtime()
+    with bench_env("hash") as memory:
+        rt = memory.rt
         items = realistic_turns(base, users=10, streams=1)
         ingest(rt.raw, items)
         t0 = time.perf_counter()
-        run_consolidate(flush=False)
+        memory.consolidate(flush=False)
         consolidate_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         if copies:
@@ -89,7 +86,7 @@ def _store_case(base: int, copies: int, polls: int) -> dict[str, Any]:
         build_s = time.perf_counter() - t0
         held = rt.raw.count()
         last = max(t.event_ts for t in items if t.user_id == POLL_USER)
-        times = _poll_times(polls, last + timedelta(hours=1))
+        times = _poll_times(memory, polls, last + timedelta(hours=1))
         return {
             "turns_held": held,
             "episodes_held": rt.store.count("episodes"),

@@ -92,26 +92,20 @@ def _samples(path: Path, max_turns: int | None) -> list[dict[str, Any]]:
 
 
 def _run(samples: list[dict[str, Any]], provider: Any, work: Path, embedder: str) -> dict[str, Any]:
-    from episodic.bench.corpus import run_consolidate
-    from episodic.config import load_settings
-    from episodic.service.ingest import ingest_file
-    from episodic.service.runtime import use_runtime
+    from episodic.bench.corpus import bench_settings, open_memory
 
-    settings = load_settings().model_copy(
-        update={"db_uri": str(work / "lancedb"), "embedder": embedder, "llm": "offline"}
-    )
-    with use_runtime(settings) as rt:
-        rt._provider = provider
+    with open_memory(bench_settings(work / "lancedb", embedder), provider=provider) as memory:
         turns = 0
         for i, sample in enumerate(samples):
             sid = str(sample.get("sample_id") or f"sample-{i}")
             src = work / f"{i}.json"
             src.write_text(json.dumps([sample]), encoding="utf-8")
-            turns += ingest_file(rt.raw, src, "locomo", user_id=sid, stream_id=sid).accepted
+            turns += memory.ingest(src, "locomo", user_id=sid, stream_id=sid).accepted
         t0 = time.perf_counter()
-        summary = run_consolidate(flush=True)
+        summary = memory.consolidate(flush=True)
         wall = time.perf_counter() - t0
-        unscored = sum(len(rt.episodes.unscored(str(s.get("sample_id")))) for s in samples)
+        episodes = memory.rt.episodes
+        unscored = sum(len(episodes.unscored(str(s.get("sample_id")))) for s in samples)
     return {"turns": turns, "summary": summary, "wall_s": round(wall, 2), "unscored": unscored}
 
 
@@ -124,12 +118,12 @@ def bench_llm(
 ) -> dict[str, Any]:
     """`embedder` defaults to the configured one (MiniLM): episode lengths, and
     so calls per turn, follow the segmenter's semantic signal."""
+    from episodic.bench.corpus import data_dir
     from episodic.bench.fact_cases import CASES, HELD_OUT
     from episodic.bench.fact_scenarios import run_suite
     from episodic.config import load_settings
 
-    shared = load_settings().shared_data or Path("/work/shared/data")
-    path = data or Path(shared) / "locomo" / "locomo_dev5.json"
+    path = data or data_dir() / "locomo" / "locomo_dev5.json"
     samples = _samples(path, max_turns)
     embedder = embedder or load_settings().embedder
     tmp = Path(tempfile.mkdtemp(prefix="episodic-bench-llm-"))

@@ -48,15 +48,14 @@ from episodic.bench.locomo_hybrid import (
 from episodic.bench.metrics import evidence_recall
 from episodic.config import Settings
 from episodic.embed import make_embedder
-from episodic.llm.factory import make_provider
 from episodic.retrieval import turn_line
 from episodic.segment import Detector
 from episodic.segment.detector import DetectorConfig
-from storage.db import Store
-from storage.search import TextIndex
 from episodic.service.ingest import ingest_file
+from episodic.service.memory import Memory
 from episodic.service.runtime import Runtime
 from episodic.service.segment import poll_stream, to_seg_turn
+from storage.search import TextIndex
 
 # window_matched: fixed windows as long as the mean episode of the conversation,
 # the control that tells segmentation apart from granularity
@@ -176,7 +175,7 @@ def _resegment(turns: Sequence[Any], mat: np.ndarray, config: DetectorConfig) ->
 
 
 def _load_conversation(
-    rt: Runtime,
+    memory: Memory,
     sample: dict[str, Any],
     work: Path,
     index: int,
@@ -185,6 +184,9 @@ def _load_conversation(
     sid = str(sample.get("sample_id") or f"sample-{index}")
     src = work / f"{index}.json"
     src.write_text(json.dumps([sample]), encoding="utf-8")
+    rt = memory.rt
+    # the file straight into the raw log (Memory.ingest would also build the
+    # store's indexes after each conversation)
     report = ingest_file(rt.raw, src, "locomo", user_id=sid, stream_id=sid)
     head = next(h.head_seq for h in rt.raw.streams(sid) if h.stream_id == sid)
     poll_stream(rt, sid, sid, head_seq=head, flush=True)
@@ -290,18 +292,14 @@ def run_locomo_eval(
         settings = Settings.model_validate(
             {"home": home, "db_uri": str(home / "lancedb"), "embedder": embedder, "llm": "offline"}
         )
-        rt = Runtime(
-            settings=settings,
-            store=Store(settings.database_uri, dim=emb.dim),
-            embedder=emb,
-        )
-        rt.provider = make_provider(settings)
+        memory = Memory(settings, embedder=emb)  # the service `episodic search` calls
+        rt = memory.rt
         tallies = {m: _Tally({k: [] for k in ks}, {k: [] for k in ks}, [], {}) for m in METHODS}
         malformed = unknown = skipped = 0
         reasons: Counter[str] = Counter()
         convs: list[Conversation] = []
         for i, sample in enumerate(samples):
-            conv = _load_conversation(rt, sample, home, i, config)
+            conv = _load_conversation(memory, sample, home, i, config)
             convs.append(conv)
             reasons.update(conv.by_reason)
             known = set(conv.dia_ids)
@@ -326,7 +324,7 @@ def run_locomo_eval(
                 continue
             qv = rt.embedder.embed([q for q, _, _ in conv.questions]).astype(np.float32)
             score_conversation(
-                rt,
+                memory,
                 conv.sample_id,
                 conv.lines,
                 conv.dia_ids,
@@ -362,7 +360,7 @@ def run_locomo_eval(
             "ranking": (
                 "episodes, window10, window_matched, session, turn: cosine only; "
                 "<unit>_cos / <unit>_hybrid / turn_pm<k>_*: see episodic/bench/locomo_hybrid.py; "
-                "shipped: episodic.service.search.search_memory"
+                "shipped: Memory.search (episodic.service.memory)"
             ),
             "n_conversations": len(samples),
             "n_questions": n_questions,

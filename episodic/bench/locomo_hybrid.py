@@ -11,7 +11,7 @@ of its text; the token budget is `budget` times the mean turn of the file.
 - `<unit>_hybrid`: the same cosine ranking and BM25 over the unit's text
   (LanceDB FTS), fused by the one RRF of `storage.search.fuse`;
 - `turn_pm<k>_*`: single-turn hits, each returned with k neighbours per side;
-- `shipped`: `episodic.service.search.search_memory`, exactly what `episodic search` runs.
+- `shipped`: `Memory.search` (episodic.service.memory), exactly what `episodic search` runs.
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from episodic.service.memory import Memory
 from storage.search import TextIndex, fuse
-from episodic.service.runtime import Runtime
-from episodic.service.search import MemoryOptions, search_memory
 
 POOL = 100
 UNIT_KINDS = ("turn", "window5", "window10", "window20", "session", "episode")
@@ -116,7 +115,7 @@ def _neighbours(i: int, k: int, n: int) -> list[int]:
 
 
 def score_conversation(
-    rt: Runtime,
+    memory: Memory,
     sid: str,
     lines: Sequence[str],
     dia: Sequence[str],
@@ -169,16 +168,17 @@ def score_conversation(
                                 take_tokens(((u, 0) for u in exp), cost, token_budget),
                             ),
                         )
-        hits = search_memory(
-            rt,
+        hits = memory.search(
             sid,
             question,
-            MemoryOptions(k=10 * budget, max_turns=2 * budget, record=False),
+            k=10 * budget,
+            max_turns=2 * budget,
+            record=False,
             now=end + timedelta(hours=1),
         )
         units_ = [
             (
-                [row_of_turn[t["turn_id"]] for t in h.turns if t["turn_id"] in row_of_turn],
+                [row_of_turn[t.turn_id] for t in h.turns if t.turn_id in row_of_turn],
                 0 if h.kind == "turn" else tokens(h.text),
             )
             for h in hits

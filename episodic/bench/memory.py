@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from episodic.bench.corpus import machine, report, run_consolidate, target
+from episodic.bench.corpus import machine, report, target
 from episodic.bench.servers import run_checked
 
 TARGET_MB = 2048.0
@@ -86,13 +86,19 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _main(argv: list[str]) -> None:
-    from episodic.config import apply_prefect_env
+    from episodic.config import apply_prefect_env, load_settings
 
     apply_prefect_env(quiet=True)
-    from episodic.bench.corpus import ingest, realistic_turns
-    from episodic.service.runtime import get_runtime
+    from episodic.bench.corpus import open_memory
 
-    rt = get_runtime()
+    with open_memory(load_settings()) as memory:  # the store EPISODIC_DB_URI names
+        _step(memory, argv)
+
+
+def _step(memory: Any, argv: list[str]) -> None:
+    from episodic.bench.corpus import ingest, realistic_turns
+
+    rt = memory.rt
     if argv[0] == "ingest":
         n = int(argv[1])
         for k, i in enumerate(range(0, n, 50_000)):  # bounded batches keep the builder small
@@ -105,7 +111,7 @@ def _main(argv: list[str]) -> None:
 
     base = peak_rss_mb()
     t0 = time.perf_counter()
-    summary = run_consolidate(flush=True)
+    summary = memory.consolidate(flush=True)
     seconds = time.perf_counter() - t0
     peak = peak_rss_mb()
     print(

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 RESULTS = ROOT / "docs" / "perf"
 PAGE = ROOT / "docs" / "performance.md"
 ORDER = (

@@ -24,18 +24,15 @@ DEFAULT_EMBEDDER: str = Settings.model_fields["embedder"].default
 def bench_pipeline(
     turns: int = 20_000, embedder: str = DEFAULT_EMBEDDER, users: int = 10
 ) -> dict[str, Any]:
-    from episodic.bench.corpus import run_consolidate
-    from episodic.service.runtime import get_runtime
-
-    with bench_env(embedder):
-        rt = get_runtime()
+    with bench_env(embedder) as memory:
+        rt = memory.rt
         items = realistic_turns(turns, users=users)
         ingest_s = ingest(rt.raw, items)
         rt.store.ensure_indexes()
         texts = [t.text for t in items]
         batch = max(1, rt.settings.batch_turns)
         rt.embedder.embed(texts[:64])  # load the model
-        run_consolidate(user="nobody")  # start Prefect's API
+        memory.consolidate("nobody")  # start Prefect's API
 
         t0 = time.perf_counter()
         for i in range(0, len(texts), batch):
@@ -43,7 +40,7 @@ def bench_pipeline(
         embed_s = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        summary = run_consolidate(flush=True)
+        summary = memory.consolidate(flush=True)
         pipe_s = time.perf_counter() - t0
 
     tps = len(items) / pipe_s

@@ -1,9 +1,9 @@
 """Search latency at 10k, 100k and 1M turns of 100 users, timing the shipped
-search (`episodic.service.search.search_memory`, what `episodic search` calls: BM25 over
+search (`Memory.search`, what `episodic search` calls: BM25 over
 turn documents plus cosine at half weight, fused by RRF, recency and
 importance, facts and reflections, the returned turns' context and the recall
 bookkeeping) on a store written with the project's schemas and indexes
-(`bench.retrieval_store`, built once under /tmp and reused).
+(`episodic.bench.retrieval_store`, built once under /tmp and reused).
 
 Beside it: each channel of the turn search alone (BM25; cosine, which the
 project runs as an exact scan of the user's rows: it builds no vector index),
@@ -76,15 +76,15 @@ def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     return out, (time.perf_counter() - t0) * 1000
 
 
-def _shipped(rt: Any, qs: list[tuple[str, str]]) -> dict[str, Any]:
+def _shipped(memory: Any, qs: list[tuple[str, str]]) -> dict[str, Any]:
     from storage import filters
     from storage.search import TurnDocs, _dense, _text_ids
-    from episodic.service.search import MemoryOptions, search_memory
 
-    opts = MemoryOptions()  # the CLI's defaults: k=10, 100 per channel, recall recorded
+    rt = memory.rt
+    # Memory.search's defaults, the CLI's: k=10, 100 per channel, recall recorded
     for u, q in qs[:5]:  # warm caches
-        search_memory(rt, u, q, opts)
-    ship = [_timed(search_memory, rt, u, q, opts) for u, q in qs]
+        memory.search(u, q)
+    ship = [_timed(memory.search, u, q) for u, q in qs]
     docs, vecs = TurnDocs(rt.store).table, rt.store.table("turn_vectors")
     text, dense = [], []
     for u, q in qs:
@@ -183,12 +183,19 @@ def _ann(rt: Any, root: Path, qs: list[tuple[str, str]]) -> dict[str, Any]:
 
 def bench_size(n: int, queries: int = QUERIES, seed: int = 0, ann: bool = True) -> dict[str, Any]:
     from episodic.config import Settings
-    from episodic.service.runtime import build_runtime
+    from episodic.service.memory import Memory
 
     root = _root(n)
     built = build(root, n, seed, log=_log)
     _log(f"{n} items: store ready ({'reused' if built['reused'] else 'built'})")
-    rt = build_runtime(Settings(home=root, embedder="hash", llm="offline"))
+    with Memory(Settings(home=root, embedder="hash", llm="offline")) as memory:
+        return _measure(memory, root, n, built, queries, seed, ann)
+
+
+def _measure(
+    memory: Any, root: Path, n: int, built: dict[str, Any], queries: int, seed: int, ann: bool
+) -> dict[str, Any]:
+    rt = memory.rt
     # what the maintain flow does: the indexes the product declares (a reused
     # store gets any added since), the last run's recall writes compacted
     built["indexes_added"] = rt.store.ensure_indexes()
@@ -196,7 +203,7 @@ def bench_size(n: int, queries: int = QUERIES, seed: int = 0, ann: bool = True) 
         rt.store.table(name).optimize(cleanup_older_than=timedelta(seconds=1))
     qs = make_queries(queries, seed)
     load_before = machine().get("load_avg_1m")
-    out = _shipped(rt, qs)
+    out = _shipped(memory, qs)
     _log(f"{n} items: shipped {out['shipped']}")
     if ann:
         out.update(_ann(rt, root, qs))
@@ -233,7 +240,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "benchmark": "retrieval",
         "users": USERS,
         "vectors": "hash-384 (the hash embedder; queries embedded the same way)",
-        "path": "episodic.service.search.search_memory with MemoryOptions() (episodic search's defaults)",
+        "path": "Memory.search with its defaults (episodic search's)",
         "runs": rows,
     }
     at_1m = next((r for r in rows if r["items"] == 1_000_000), None)
@@ -248,8 +255,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    # python -m bench.retrieval 100000 1000000: measure, print JSON
-    # (python -m bench.retrieval_stored 10000 100000 1000000 stores the kept rows)
+    # python -m episodic.bench.retrieval 100000 1000000: measure, print JSON
+    # (python -m episodic.bench.retrieval_stored 10000 100000 1000000 stores the kept rows)
     # (--skip-ann: no IVF_HNSW_SQ copy; hours of index building at 1M on 2 cores)
     args = [a for a in sys.argv[1:] if a != "--skip-ann"]
     sizes = tuple(int(a) for a in args) or SIZES

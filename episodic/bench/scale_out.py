@@ -230,17 +230,12 @@ def synthetic_corpus(users: int, streams: int, turns: int) -> list[dict[str, Any
 
 
 def ingest_corpus(db_uri: str, rows: list[dict[str, Any]], tmp: Path) -> dict[str, int]:
-    from episodic.config import load_settings
-    from episodic.service.ingest import ingest_file
-    from episodic.service.runtime import use_runtime
+    from episodic.bench.corpus import bench_settings, open_memory
 
     path = tmp / "corpus.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    settings = load_settings().model_copy(
-        update={"db_uri": db_uri, "embedder": "hash", "llm": "offline"}
-    )
-    with use_runtime(settings) as rt:
-        rep = ingest_file(rt.raw, path, "jsonl")
+    with open_memory(bench_settings(db_uri)) as memory:
+        rep = memory.ingest(path, "jsonl")
     return {"accepted": rep.accepted}
 
 
@@ -249,15 +244,12 @@ def end_state(db_uri: str, users: list[str]) -> dict[str, Any]:
     (raw seqs in no episode) and duplicates (seqs in more than one)."""
     from collections import Counter
 
-    from episodic.config import load_settings
-    from episodic.service.runtime import use_runtime
+    from episodic.bench.corpus import bench_settings, open_memory
 
-    settings = load_settings().model_copy(
-        update={"db_uri": db_uri, "embedder": "hash", "llm": "offline"}
-    )
     lost = dup = 0
     episodes: dict[str, list[tuple[str, int, int]]] = {}
-    with use_runtime(settings) as rt:
+    with open_memory(bench_settings(db_uri)) as memory:
+        rt = memory.rt
         heads = {(h.user_id, h.stream_id): h.head_seq for h in rt.raw.streams(None)}
         for u in users:
             eps = sorted((e.stream_id, e.first_seq, e.last_seq) for e in rt.episodes.list(u))
@@ -277,16 +269,14 @@ def reference_state(api_url: str, db_uri: str, users: list[str]) -> dict[str, An
     one after another, against the same server (no worker involved)."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from episodic.config import load_settings
-    from flows.consolidate import consolidate
-    from episodic.service.runtime import use_runtime
+    from episodic.bench.corpus import bench_settings, open_memory
 
-    settings = load_settings().model_copy(
-        update={"db_uri": db_uri, "embedder": "hash", "llm": "offline"}
-    )
-    with temporary_settings({PREFECT_API_URL: api_url}), use_runtime(settings):
+    with (
+        temporary_settings({PREFECT_API_URL: api_url}),
+        open_memory(bench_settings(db_uri)) as memory,
+    ):
         for u in users:
-            consolidate(user=u, flush=True)
+            memory.consolidate(u, flush=True)
     return end_state(db_uri, users)
 
 

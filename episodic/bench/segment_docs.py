@@ -18,7 +18,7 @@ from typing import Any
 from episodic.bench.segment_eval import run_segment_eval
 from episodic.embed import make_embedder
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "segmentation.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "segmentation.md"
 SETS = (
     (
         "superdialseg",

@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 
 from episodic.bench.datasets import Dialogue, load_dataset
-from episodic.bench.metrics import BoundaryCounts, boundaries_to_masses, boundary_counts, pk, windowdiff
+from episodic.bench.metrics import (
+    BoundaryCounts,
+    boundaries_to_masses,
+    boundary_counts,
+    pk,
+    windowdiff,
+)
 from episodic.embed import Embedder
 from episodic.segment.detector import Detector, DetectorConfig
 from episodic.segment.types import SegTurn

@@ -37,7 +37,7 @@ __all__ = [
     "wait_healthy",
 ]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 BIN = Path(sys.executable).parent
 
 

@@ -24,11 +24,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from episodic.bench.corpus import bench_env, dialogues, ingest, machine, report, run_consolidate, target
+from episodic.bench.corpus import bench_env, dialogues, ingest, machine, report, target
 from episodic.ingest.kinds import derive_kind
 from episodic.models import Role, TurnIn
+
+if TYPE_CHECKING:
+    from episodic.service.memory import Memory
 
 SIZES = (10, 100, 1_000, 10_000)
 TURNS_PER_STREAM = 3
@@ -90,17 +93,17 @@ def _timed(fn: Callable[[], dict[str, Any]]) -> tuple[float, dict[str, Any]]:
     return time.perf_counter() - t0, out
 
 
-def streams_case(streams: int, per_stream: int = TURNS_PER_STREAM) -> dict[str, Any]:
-    """The three polls over `streams` streams in a fresh store (see the module)."""
-    from episodic.service.runtime import get_runtime
-
-    rt = get_runtime()
-    run_consolidate(user="nobody")  # Prefect's API up before the clock starts
+def streams_case(
+    memory: Memory, streams: int, per_stream: int = TURNS_PER_STREAM
+) -> dict[str, Any]:
+    """The three polls over `streams` streams in `memory`, a fresh store (see the module)."""
+    rt = memory.rt
+    memory.consolidate("nobody")  # Prefect's API up before the clock starts
     ingest(rt.raw, stream_turns(streams, per_stream))
-    first_s, first = _timed(lambda: run_consolidate(user=USER))
+    first_s, first = _timed(lambda: memory.consolidate(USER))
     ingest(rt.raw, stream_turns(streams, per_stream, first=per_stream, tag="b"))
-    second_s, second = _timed(lambda: run_consolidate(user=USER))
-    flush_s, flushed = _timed(lambda: run_consolidate(user=USER, flush=True))
+    second_s, second = _timed(lambda: memory.consolidate(USER))
+    flush_s, flushed = _timed(lambda: memory.consolidate(USER, flush=True))
     versions = rt.store.versions("segmenter_state")
     return {
         "streams": streams,
@@ -126,15 +129,12 @@ def streams_case(streams: int, per_stream: int = TURNS_PER_STREAM) -> dict[str, 
 def ratio_case(streams: int = RATIO_STREAMS, per_stream: int = TURNS_PER_STREAM) -> dict[str, Any]:
     """Seconds to consolidate (with flush) `streams` x `per_stream` turns, and
     the same number of turns on one stream; each in its own fresh store."""
-    from episodic.service.runtime import get_runtime
-
     out: dict[str, Any] = {}
     for name, (n, k) in (("many", (streams, per_stream)), ("one", (1, streams * per_stream))):
-        with bench_env("hash"):
-            rt = get_runtime()
-            run_consolidate(user="nobody")
-            ingest(rt.raw, stream_turns(n, k))
-            secs, summary = _timed(lambda: run_consolidate(user=USER, flush=True))
+        with bench_env("hash") as memory:
+            memory.consolidate("nobody")
+            ingest(memory.rt.raw, stream_turns(n, k))
+            secs, summary = _timed(lambda: memory.consolidate(USER, flush=True))
             out[name] = {
                 "streams": n,
                 "turns": n * k,
@@ -148,8 +148,8 @@ def ratio_case(streams: int = RATIO_STREAMS, per_stream: int = TURNS_PER_STREAM)
 def bench_streams(sizes: tuple[int, ...] = SIZES, embedder: str = "hash") -> dict[str, Any]:
     cases = []
     for n in sizes:
-        with bench_env(embedder):
-            cases.append(streams_case(n))
+        with bench_env(embedder) as memory:
+            cases.append(streams_case(memory, n))
     ratio = ratio_case()
     res: dict[str, Any] = {
         "benchmark": "streams",

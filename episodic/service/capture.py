@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from episodic.service.ingest import ingest_file
 from storage.offsets import Offsets
 from storage.raw import RawLog
-from episodic.service.ingest import ingest_file
 
 BLOCK = 1 << 16
 

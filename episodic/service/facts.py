@@ -20,16 +20,16 @@ from typing import Any
 
 import numpy as np
 
+from episodic.crashpoints import crashpoint
 from episodic.facts import CandidateSet, ExistingFact, FactTurn, decide, extract_facts
 from episodic.models import Episode, Turn, now_utc
+from episodic.service import digests
+from episodic.service.fact_mirror import ActiveFacts
+from episodic.service.runtime import Runtime
 from episodic.vocab import FactsState
 from storage.allocator import release
 from storage.facts import PlannedFact, new_fact_id
 from storage.lease import user_lease
-from episodic.service import digests
-from episodic.crashpoints import crashpoint
-from episodic.service.fact_mirror import ActiveFacts
-from episodic.service.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from episodic.crashpoints import crashpoint
 from episodic.decay import DecayItem, DecayPolicy, plan_decay
 from episodic.models import now_utc
-from episodic.crashpoints import crashpoint
 from episodic.service.runtime import Runtime
 
 

@@ -22,9 +22,9 @@ from episodic.reflection import (
     should_reflect,
     validate_evidence,
 )
-from storage.allocator import release
 from episodic.service.runtime import Runtime
 from episodic.service.search import MemoryOptions, search_memory
+from storage.allocator import release
 
 MAX_SOURCES = 100
 

@@ -13,10 +13,10 @@ from datetime import datetime
 
 import numpy as np
 
+from episodic.crashpoints import crashpoint
 from episodic.digest import digest_episode
 from episodic.models import Episode, Turn, now_utc
 from episodic.service import digests
-from episodic.crashpoints import crashpoint
 from episodic.service.runtime import Runtime
 
 PRIOR_CENTROIDS = 200

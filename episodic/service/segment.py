@@ -22,17 +22,17 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from episodic.crashpoints import crashpoint
 from episodic.models import Episode, Turn, now_utc
 from episodic.segment import Detector
 from episodic.segment.clock import CLAMPED_KEY, segment_time
 from episodic.segment.judge import make_judge
 from episodic.segment.types import ClosedSegment, Judge, SegTurn
+from episodic.service.runtime import Runtime
 from episodic.vocab import Stage
 from storage.allocator import release
 from storage.raw_ranges import read_ranges
 from storage.state import Checkpoint
-from episodic.crashpoints import crashpoint
-from episodic.service.runtime import Runtime
 
 
 @dataclass
