@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from flows.consolidate import consolidate
 from episodic import crashpoints
-from episodic.service.runtime import Runtime
+from episodic.adapters.embedded import Memory
+from flows.consolidate import consolidate
 from tests.integration.facts_support import snapshot
 
 CRASH_ENV = "EPISODIC_CRASHPOINT"
@@ -22,18 +22,20 @@ def arm(mp: pytest.MonkeyPatch, point: str, nth: int) -> None:
     mp.setenv(CRASH_ENV, f"{point}:{nth}:raise")
 
 
-def count_hits(mp: pytest.MonkeyPatch, user: str, point: str = "after_checkpoint") -> int:
+def count_hits(
+    memory: Memory, mp: pytest.MonkeyPatch, user: str, point: str = "after_checkpoint"
+) -> int:
     """How often one flushing run of `user` passes `point`; it runs for real."""
     arm(mp, point, 0)
-    consolidate(user=user, flush=True)
+    consolidate(user=user, flush=True, memory=memory)
     hits = crashpoints._hits.get(point, 0)
     crashpoints.reset()
     return hits
 
 
-def rerun(rt: Runtime, mp: pytest.MonkeyPatch, user: str) -> dict[str, Any]:
+def rerun(memory: Memory, mp: pytest.MonkeyPatch, user: str) -> dict[str, Any]:
     """Disarm and run again with flush; what the store then holds."""
     mp.delenv(CRASH_ENV)
     crashpoints.reset()
-    consolidate(user=user, flush=True)
-    return snapshot(rt, user)
+    consolidate(user=user, flush=True, memory=memory)
+    return snapshot(memory.rt, user)

@@ -1,10 +1,12 @@
 """Helpers for the fact and consolidation integration tests.
 
 - `Say`: a user (or assistant) turn at a given event time, written as JSONL.
-- `runtime_for(kind, ...)`: a runtime whose provider is offline, a counting
-  wrapper over the offline provider, or the real Anthropic SDK talking to the
-  stub server; everything is set through `monkeypatch`, so no setting leaks
-  into the next test.
+- `memory_for(kind, ...)`: a memory (episodic.adapters.embedded.Memory, to
+  pass to the flows) whose provider is offline, a counting wrapper over the
+  offline provider, or the real Anthropic SDK talking to the stub server;
+  the environment names the same home (for commands run in the test), set
+  through `monkeypatch`, so no setting leaks into the next test.
+  `runtime_for(...)` is its resources (`memory.rt`).
 - `ScriptedModel`: the stub's answers, routed by the tool instructor asks
   for (the response model's name): extraction by phrase, merge by rules,
   salience a fixed rating. It counts the requests per tool.
@@ -24,11 +26,12 @@ from typing import Any
 
 import pytest
 
+from episodic.adapters.embedded import Memory
 from episodic.config import Settings
 from episodic.llm.offline import OfflineProvider
 from episodic.service.ingest import IngestReport, ingest_file
-from episodic.service.runtime import Runtime, get_runtime, reset_runtimes
-from tests.integration.helpers import write_jsonl
+from episodic.service.runtime import Runtime
+from tests.integration.helpers import MEMORIES, write_jsonl
 from tests.stubs.anthropic_stub import AnthropicStub, tool_name
 from tests.stubs.scripted import Action, Answer, Status
 
@@ -178,17 +181,18 @@ def _first_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
-# ---- runtimes ----------------------------------------------------------------
+# ---- memories ----------------------------------------------------------------
 
 
-def runtime_for(
+def memory_for(
     kind: str,
     home: Path,
     monkeypatch: pytest.MonkeyPatch,
     stub: AnthropicStub | None = None,
     **settings: Any,
-) -> Runtime:
-    """A runtime on `home`. kind: offline | counting (offline, counted) | anthropic."""
+) -> Memory:
+    """A memory on `home` (closed when the test ends). kind: offline |
+    counting (offline, counted) | anthropic."""
     env = {"EPISODIC_HOME": str(home), "EPISODIC_EMBEDDER": "hash", "EPISODIC_LLM": "offline"}
     if kind == "anthropic":
         assert stub is not None
@@ -205,11 +209,20 @@ def runtime_for(
         monkeypatch.setenv(key, value)
     if kind != "anthropic":
         monkeypatch.delenv("EPISODIC_LLM_BASE_URL", raising=False)
-    reset_runtimes()
-    rt = get_runtime(Settings())
-    if kind == "counting":
-        rt.provider = CountingOffline()
-    return rt
+    provider = CountingOffline() if kind == "counting" else None
+    return MEMORIES.enter_context(Memory(Settings(), provider=provider))
+
+
+def runtime_for(
+    kind: str,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    stub: AnthropicStub | None = None,
+    **settings: Any,
+) -> Runtime:
+    """The resources of `memory_for(...)`: a store on `home`, and the
+    environment naming it for the commands a test runs."""
+    return memory_for(kind, home, monkeypatch, stub, **settings).rt
 
 
 def merge_calls(rt: Runtime, model: ScriptedModel | None) -> int:

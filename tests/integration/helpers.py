@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from episodic.adapters.embedded import Memory
 from episodic.config import Settings
 from episodic.models import TurnIn
-from episodic.adapters.embedded import Memory
 from tests.integration.reliability_support import turn_row
 from tests.integration.reliability_support import write_jsonl as write_jsonl  # one writer
 

@@ -4,8 +4,9 @@ salience and recall statistics a retrieval, decay or reflection test needs."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from episodic.models import Episode, Reflection, stable_id
+from episodic.models import Episode, Reflection, TurnIn, stable_id
 from episodic.service.runtime import Runtime
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -48,6 +49,29 @@ def episode(
         last_recalled_at=last_recalled_at,
         status=status,  # type: ignore[arg-type]
     )
+
+
+def told(rt: Runtime, user: str, text: str, *, stream: str = "s1", **kw: Any) -> Episode:
+    """`episode(...)` over two turns appended to the raw log at the stream's
+    next two seqs (the user's `text`, then a short reply), so that the
+    shipped search finds its turns and notes the episode's recall."""
+    head = max((h.head_seq for h in rt.raw.streams(user) if h.stream_id == stream), default=-1)
+    ep = episode(rt, user, text, seq=head + 1, stream=stream, **kw)
+    turns = [
+        TurnIn(
+            user_id=user,
+            stream_id=stream,
+            role=role,  # type: ignore[arg-type]
+            kind="other",
+            text=said,
+            event_ts=ep.started_at + timedelta(seconds=30 * i),
+            source="test",
+            position=f"{stream}:{ep.first_seq + i}",
+        )
+        for i, (role, said) in enumerate((("user", text), ("assistant", "noted.")))
+    ]
+    rt.raw.append(turns)
+    return ep.model_copy(update={"turn_ids": [t.turn_id for t in turns]})
 
 
 def put(rt: Runtime, *episodes: Episode) -> list[Episode]:

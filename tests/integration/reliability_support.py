@@ -115,7 +115,7 @@ def write_jsonl(path: Path, turns: list[dict[str, Any]]) -> Path:
     return path
 
 
-# ---- runtime on a home ---------------------------------------------------------
+# ---- a memory on a home ---------------------------------------------------------
 
 
 def runtime_env(home: Path, **overrides: Any) -> dict[str, str]:
@@ -134,16 +134,17 @@ def run_in_root(
 
 
 def use_home(monkeypatch: Any, home: Path, **overrides: Any) -> Any:
-    """The runtime of `home`, set through monkeypatched environment variables so
-    that flows (which build their runtime from the environment) share it, and
-    the variables are restored after the test."""
+    """The memory (episodic.adapters.embedded.Memory) of `home`, closed when
+    the test ends; pass it to the flows (`consolidate(memory=m)`). The
+    environment names `home` too (monkeypatched, restored after the test), for
+    the commands a test runs in this process or a child."""
+    from episodic.adapters.embedded import Memory
     from episodic.config import Settings
-    from episodic.service.runtime import get_runtime, reset_runtimes
+    from tests.integration.helpers import MEMORIES
 
     for k, v in runtime_env(home, **overrides).items():
         monkeypatch.setenv(k, v)
-    reset_runtimes()
-    return get_runtime(Settings())
+    return MEMORIES.enter_context(Memory(Settings()))
 
 
 def open_repos(home: Path) -> Any:
@@ -424,22 +425,26 @@ def _child(req: dict[str, Any]) -> None:
 
 
 def _flow_child(job: str, req: dict[str, Any]) -> Any:
-    if job == "ingest":  # what `episodic ingest` runs, with a chosen batch size
-        from episodic.service.ingest import ingest_file
-        from episodic.service.runtime import get_runtime
+    from episodic.adapters.embedded import Memory
 
-        rt = get_runtime()
-        report = ingest_file(rt.raw, Path(req["path"]), "jsonl", batch=int(req["batch"]))
-        rt.store.ensure_indexes()
-        return report.as_dict()
-    if job == "maintain":
-        from flows.maintain import maintain
+    with Memory() as memory:  # the home the environment names
+        if job == "ingest":  # what `episodic ingest` runs, with a chosen batch size
+            from episodic.service.ingest import ingest_file
 
-        now = datetime.fromisoformat(req["now"]) if req.get("now") else None
-        return maintain(user=req.get("user"), now=now, **req.get("params", {}))
-    from flows.consolidate import consolidate
+            rt = memory.rt
+            report = ingest_file(rt.raw, Path(req["path"]), "jsonl", batch=int(req["batch"]))
+            rt.store.ensure_indexes()
+            return report.as_dict()
+        if job == "maintain":
+            from flows.maintain import maintain
 
-    return consolidate(user=req.get("user"), flush=bool(req.get("flush", True)))
+            now = datetime.fromisoformat(req["now"]) if req.get("now") else None
+            params = req.get("params", {})
+            return maintain(user=req.get("user"), now=now, memory=memory, **params)
+        from flows.consolidate import consolidate
+
+        flush = bool(req.get("flush", True))
+        return consolidate(user=req.get("user"), flush=flush, memory=memory)
 
 
 def _cli_child(req: dict[str, Any]) -> int:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.consolidate import consolidate
 from episodic.service.ingest import ingest_file
-from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
+from flows.consolidate import consolidate
+from tests.integration.helpers import make_memory, synthetic_stream, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -18,11 +18,12 @@ def _ingest(rt, tmp_path: Path, turns, name: str = "t.jsonl"):  # type: ignore[n
 
 
 def test_flow_closes_scores_and_is_incremental(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+    memory = make_memory(tmp_path / "home")
+    rt = memory.rt
     turns = synthetic_stream()
     rep = _ingest(rt, tmp_path, turns)
     assert rep.accepted == len(turns)
-    first = consolidate(user="u1", flush=True)
+    first = consolidate(user="u1", flush=True, memory=memory)
     assert first["turns_processed"] == len(turns)
     eps = rt.episodes.list("u1")
     assert eps and first["episodes_closed"] == len(eps)
@@ -32,22 +33,23 @@ def test_flow_closes_scores_and_is_incremental(tmp_path: Path) -> None:
     assert all(1 <= e.salience <= 10 and e.salience_source == "offline" for e in eps)
     assert all(e.boundary_reason for e in eps)
     # a second poll with nothing new reads nothing and closes nothing
-    again = consolidate(user="u1")
+    again = consolidate(user="u1", memory=memory)
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
     assert len(rt.episodes.list("u1")) == len(eps)
 
 
 def test_one_pass_equals_many_polls(tmp_path: Path) -> None:
     turns = synthetic_stream(n_per_topic=8)
-    whole = make_runtime(tmp_path / "a")
-    _ingest(whole, tmp_path, turns, "all.jsonl")
-    consolidate(user="u1", flush=True)
-    expected = [(e.first_seq, e.last_seq, e.boundary_reason) for e in whole.episodes.list("u1")]
+    whole = make_memory(tmp_path / "a")
+    _ingest(whole.rt, tmp_path, turns, "all.jsonl")
+    consolidate(user="u1", flush=True, memory=whole)
+    expected = [(e.first_seq, e.last_seq, e.boundary_reason) for e in whole.rt.episodes.list("u1")]
 
-    rt = make_runtime(tmp_path / "b")
+    grown = make_memory(tmp_path / "b")
+    rt = grown.rt
     for i in range(0, len(turns), 7):
         _ingest(rt, tmp_path, turns[: i + 7], "grow.jsonl")  # the file grows
-        consolidate(user="u1")
-    consolidate(user="u1", flush=True)
+        consolidate(user="u1", memory=grown)
+    consolidate(user="u1", flush=True, memory=grown)
     got = [(e.first_seq, e.last_seq, e.boundary_reason) for e in rt.episodes.list("u1")]
     assert got == expected

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from episodic.adapters.embedded import Memory
 from episodic.models import now_utc
-from flows.consolidate import consolidate
 from episodic.service.ingest import ingest_file
-from episodic.service.runtime import Runtime, use_runtime
+from episodic.service.runtime import Runtime
 from episodic.service.segment import poll_stream
-from tests.integration.helpers import make_runtime, settings_at, synthetic_stream, write_jsonl
+from flows.consolidate import consolidate
+from tests.integration.helpers import make_memory, settings_at, synthetic_stream, write_jsonl
 
 USER, STREAM = "u1", "s1"
 
@@ -35,7 +36,7 @@ def test_lowering_idle_minutes_closes_sooner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("EPISODIC_IDLE_MINUTES", "0.1")  # six seconds
-    rt = make_runtime(tmp_path / "home")
+    rt = make_memory(tmp_path / "home").rt
     assert rt.settings.idle_minutes == rt.settings.segment.idle_minutes == 0.1
     n = _ingest(rt, tmp_path)
     first = _poll(rt, n - 1, timedelta(0))
@@ -52,17 +53,18 @@ def test_a_checkpoint_started_under_the_default_follows_a_lowered_setting(
     tmp_path: Path,
 ) -> None:
     home = tmp_path / "home"
-    with use_runtime(settings_at(home)) as rt:  # the 30-minute default
+    with Memory(settings_at(home)) as memory:  # the 30-minute default
+        rt = memory.rt
         n = _ingest(rt, tmp_path)
         assert _poll(rt, n - 1, timedelta(0)).open_turns > 0
         assert _poll(rt, n - 1, timedelta(minutes=5)).open_turns > 0  # 5 < 30
-    with use_runtime(settings_at(home, idle_minutes=0.5)) as rt:
-        polled = _poll(rt, n - 1, timedelta(minutes=5))  # the saved detector said 30
+    with Memory(settings_at(home, idle_minutes=0.5)) as memory:
+        polled = _poll(memory.rt, n - 1, timedelta(minutes=5))  # the saved detector said 30
     assert polled.open_turns == 0 and polled.by_reason == {"idle": 1}
 
 
 def test_raising_idle_minutes_keeps_the_episode_open(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home", idle_minutes=120)
+    rt = make_memory(tmp_path / "home", idle_minutes=120).rt
     n = _ingest(rt, tmp_path)
     assert _poll(rt, n - 1, timedelta(minutes=60)).open_turns > 0
     done = _poll(rt, n - 1, timedelta(minutes=121))
@@ -76,15 +78,16 @@ def test_idle_minutes_tenth_ingest_consolidate_wait_consolidate(
     """The issue's acceptance: EPISODIC_IDLE_MINUTES=0.1; ingest, consolidate,
     consolidate again 10 s later: no open turn, the last episode cut by idle."""
     monkeypatch.setenv("EPISODIC_IDLE_MINUTES", "0.1")
-    rt = make_runtime(tmp_path / "home")
+    memory = make_memory(tmp_path / "home")
+    rt = memory.rt
     n = _ingest(rt, tmp_path)
     ingested = time.monotonic()
-    first = consolidate(user=USER)
+    first = consolidate(user=USER, memory=memory)
     assert first["turns_processed"] == n
     if time.monotonic() - ingested < 5:  # a loaded machine may take the 6 s itself
         assert first["open_turns"] > 0
     time.sleep(10)
-    second = consolidate(user=USER)
+    second = consolidate(user=USER, memory=memory)
     assert second["open_turns"] == 0
     assert rt.checkpoints.progress(USER)[(USER, STREAM)] == (n - 1, False)
     eps = sorted(rt.episodes.list(USER), key=lambda e: e.first_seq)

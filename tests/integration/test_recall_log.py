@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from storage.recalls import RecallLog
 from episodic.service.ingest import ingest_file
 from episodic.service.search import MemoryOptions, search_memory
 from episodic.service.segment import poll_stream
-from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
+from storage.recalls import RecallLog
+from tests.integration.helpers import make_memory, synthetic_stream, write_jsonl
 from tests.integration.memory_items import T0, episode, put, reflection
 
 
@@ -26,7 +26,7 @@ def _slow_log(rt) -> RecallLog:  # type: ignore[no-untyped-def]
 
 
 def test_search_returns_before_its_recalls_are_written(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+    rt = make_memory(tmp_path / "home").rt
     for user in ("u1", "u2"):
         path = write_jsonl(tmp_path / f"{user}.jsonl", synthetic_stream(user=user))
         assert ingest_file(rt.raw, path, "jsonl").accepted > 0
@@ -60,7 +60,7 @@ def test_search_returns_before_its_recalls_are_written(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_keeps_its_recalls_for_the_next_flush(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+    rt = make_memory(tmp_path / "home").rt
     (ep,) = put(rt, episode(rt, "u1", "deploy with helm", seq=0))
     log = _slow_log(rt)
     log.note("episodes", "episode_id", "u1", [ep.episode_id], T0)
@@ -78,7 +78,7 @@ def test_a_warm_search_reads_a_bounded_number_of_times_and_writes_nothing(
     query of 8-40 ms at 1M turns, docs/perf/notes.md) and no commit."""
     from lancedb.table import LanceTable
 
-    rt = make_runtime(tmp_path / "home")
+    rt = make_memory(tmp_path / "home").rt
     path = write_jsonl(tmp_path / "u1.jsonl", synthetic_stream(user="u1"))
     ingest_file(rt.raw, path, "jsonl")
     poll_stream(rt, "u1", "s1", head_seq=next(h.head_seq for h in rt.raw.streams("u1")), flush=True)

@@ -1,5 +1,7 @@
-"""Search on a real LanceDB: score components, recall statistics written once
-per returned item in one batch, archived items kept but not returned."""
+"""The shipped search on a real LanceDB, through `Memory.search` (what every
+face calls): hits of the asking user only, every part of each score on its
+fixed scale, recalls written only when asked (and only once flushed),
+archived reflections kept but not returned, bad options refused."""
 
 from __future__ import annotations
 
@@ -8,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from episodic.retrieval import Weights
-from episodic.service.search import SearchOptions, search
-from tests.integration.helpers import make_runtime
-from tests.integration.memory_items import T0, episode, put, reflection
+from episodic.adapters.embedded import Memory
+from episodic.retrieval import ScoreWeights
+from tests.integration.helpers import make_memory
+from tests.integration.memory_items import T0, reflection
 
 TEXTS = [
     "my dog Rex needs a vet appointment next week for his vaccines",
@@ -20,113 +22,80 @@ TEXTS = [
     "add retry logging with exponential backoff to the http client",
     "book a table for two at the italian restaurant on friday",
 ]
+NOW = T0 + timedelta(days=1)
+
+
+def _said(text: str, hours: int) -> dict[str, str]:
+    # an hour apart: no turn is another's context (the context gap is 30 minutes)
+    return {"role": "user", "text": text, "ts": (T0 + timedelta(hours=hours)).isoformat()}
 
 
 @pytest.fixture
-def rt(tmp_path: Path):  # type: ignore[no-untyped-def]
-    rt = make_runtime(tmp_path / "home")
-    put(rt, *[episode(rt, "u1", t, seq=10 * i, salience=3 + i) for i, t in enumerate(TEXTS)])
+def memory(tmp_path: Path) -> Memory:
+    m = make_memory(tmp_path / "home")
+    assert m.add("u1", [_said(t, i) for i, t in enumerate(TEXTS)]).accepted == len(TEXTS)
     # another user with the same words must never show up for u1
-    put(rt, episode(rt, "u2", "my dog Rex needs a vet appointment", seq=0, salience=10))
-    return rt
+    m.add("u2", [_said("my dog Rex needs a vet appointment", 0)])
+    return m
 
 
-def test_items_carry_their_score_components(rt) -> None:  # type: ignore[no-untyped-def]
-    w = Weights(alpha=0.5, beta=1.0, gamma=2.0)
-    items = search(rt, "u1", "vet appointment for my dog", SearchOptions(k=3, weights=w), now=T0)
-    assert items[0].text.startswith("my dog Rex")
-    assert 1 <= len(items) <= 3 and len({i.item_id for i in items}) == len(items)
-    u1_ids = {e.episode_id for e in rt.episodes.list("u1")}
-    assert {i.item_id for i in items} <= u1_ids
-    for i in items:
-        assert i.kind == "episode"
-        for part in (i.recency, i.importance, i.similarity):
+def test_hits_carry_their_score_components(memory: Memory) -> None:
+    w = ScoreWeights(recency_weight=0.2, importance_weight=0.3)
+    hits = memory.search("u1", "vet appointment for my dog", k=3, weights=w, now=NOW)
+    assert hits[0].kind == "turn" and hits[0].text == TEXTS[0]
+    assert [t.text for t in hits[0].turns] == [TEXTS[0]]
+    assert 1 <= len(hits) <= 3 and len({h.item_id for h in hits}) == len(hits)
+    assert all(h.text in TEXTS for h in hits)  # never u2's turn
+    for h in hits:
+        for part in (h.relevance, h.recency, h.importance):
             assert 0.0 <= part <= 1.0
-        assert i.score == pytest.approx(0.5 * i.recency + 1.0 * i.importance + 2.0 * i.similarity)
-        assert i.hours_since_access == pytest.approx(0.0)
-    assert [i.score for i in items] == sorted((i.score for i in items), reverse=True)
+        expected = h.relevance + 0.2 * h.recency + 0.3 * h.importance
+        assert h.score == pytest.approx(expected, abs=1e-5)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
-def test_recall_is_recorded_once_per_returned_item_in_one_write(rt) -> None:  # type: ignore[no-untyped-def]
-    table = rt.store.table("episodes")
-    before = table.version
-    t1 = T0 + timedelta(hours=3)
-    first = search(rt, "u1", "helm deploy staging", SearchOptions(k=2, kinds=("episodes",)), now=t1)
-    assert len(first) == 2
-    assert table.version == before + 1  # one merge for every returned episode
-    by_id = {e.episode_id: e for e in rt.episodes.list("u1")}
-    returned = {i.item_id for i in first}
-    for eid, e in by_id.items():
-        if eid in returned:
-            assert e.recall_count == 1 and e.last_recalled_at == t1
-        else:
-            assert e.recall_count == 0 and e.last_recalled_at is None
-    t2 = t1 + timedelta(hours=1)
-    second = search(
-        rt, "u1", "helm deploy staging", SearchOptions(k=2, kinds=("episodes",)), now=t2
-    )
-    counts = {e.episode_id: e.recall_count for e in rt.episodes.list("u1")}
-    for i in second:
-        assert counts[i.item_id] == (2 if i.item_id in returned else 1)
-        assert i.recall_count == (1 if i.item_id in returned else 0)  # as read before this search
-    assert sum(counts.values()) == len(first) + len(second)
-    # the other user's items were never touched
-    assert all(e.recall_count == 0 for e in rt.episodes.list("u2"))
-
-
-def test_search_without_recording_changes_nothing(rt) -> None:  # type: ignore[no-untyped-def]
-    version = rt.store.table("episodes").version
-    items = search(rt, "u1", "token refresh", SearchOptions(k=2, record=False), now=T0)
-    assert items
-    assert rt.store.table("episodes").version == version
-    assert all(e.recall_count == 0 for e in rt.episodes.list("u1"))
-
-
-def test_recency_follows_last_access_not_rank(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
-    text = "weekly sync about the roadmap"
-    put(
-        rt,
-        episode(rt, "u1", text, seq=0, closed_at=T0 - timedelta(days=10)),
-        episode(
-            rt,
-            "u1",
-            text,
-            seq=10,
-            closed_at=T0 - timedelta(days=10),
-            recall_count=1,
-            last_recalled_at=T0 - timedelta(hours=1),
-        ),
-        episode(rt, "u1", text, seq=20, closed_at=T0 - timedelta(days=3)),
-    )
-    opts = SearchOptions(k=3, weights=Weights(alpha=1.0, beta=0.0, gamma=0.0), record=False)
-    items = search(rt, "u1", "roadmap sync", opts, now=T0)
-    hours = [round(i.hours_since_access) for i in items]
-    assert hours == [1, 72, 240]  # most recently accessed first
-    assert items[0].recency == 1.0 and items[-1].recency == 0.0
-
-
-def test_archived_items_are_kept_but_not_returned(rt) -> None:  # type: ignore[no-untyped-def]
-    dog = next(e for e in rt.episodes.list("u1") if e.text.startswith("my dog"))
-    rt.episodes.update("u1", {dog.episode_id: {"status": "archived"}})
-    items = search(rt, "u1", "vet appointment for my dog Rex", SearchOptions(k=5), now=T0)
-    assert dog.episode_id not in {i.item_id for i in items}
-    stored = {e.episode_id: e for e in rt.episodes.list("u1")}
-    assert stored[dog.episode_id].status == "archived"
-    assert stored[dog.episode_id].text == dog.text and len(stored) == len(TEXTS)
-
-
-def test_reflections_are_searchable_and_their_recall_recorded(rt) -> None:  # type: ignore[no-untyped-def]
+def test_reflections_are_found_and_their_recall_written_on_flush(memory: Memory) -> None:
+    rt = memory.rt
     r = reflection(rt, "u1", "Rex the dog is a recurring worry: vet visits and vaccines")
     rt.reflections.write([r])
     rt.store.ensure_indexes()
-    items = search(rt, "u1", "dog vaccines vet", SearchOptions(k=3, kinds=("reflections",)), now=T0)
-    assert [(i.item_id, i.kind) for i in items] == [(r.reflection_id, "reflection")]
-    assert items[0].raw_importance == pytest.approx(6.0)
+    hits = memory.search("u1", "dog vaccines vet", k=3, kinds=("reflections",), now=NOW)
+    assert [(h.item_id, h.kind) for h in hits] == [(r.reflection_id, "reflection")]
+    assert hits[0].importance == pytest.approx(0.6)  # 6 on the 0-10 scale
+    assert rt.reflections.list("u1")[0].recall_count == 0  # noted, not yet written
+    rt.recalls.flush()
     stored = rt.reflections.list("u1")[0]
-    assert stored.recall_count == 1 and stored.last_recalled_at == T0
+    assert stored.recall_count == 1 and stored.last_recalled_at == NOW
 
 
-def test_unknown_kind_is_refused(rt) -> None:  # type: ignore[no-untyped-def]
+def test_search_without_recording_changes_nothing(memory: Memory) -> None:
+    rt = memory.rt
+    rt.reflections.write([reflection(rt, "u1", "the token refresh keeps failing with 401")])
+    rt.store.ensure_indexes()
+    version = rt.store.table("reflections").version
+    hits = memory.search("u1", "token refresh", k=3, record=False, now=NOW)
+    assert {h.kind for h in hits} == {"turn", "reflection"}
+    assert rt.recalls.pending() == 0
+    rt.recalls.flush()
+    assert rt.store.table("reflections").version == version
+    assert rt.reflections.list("u1")[0].recall_count == 0
+
+
+def test_archived_reflections_are_kept_but_not_returned(memory: Memory) -> None:
+    rt = memory.rt
+    kept = reflection(rt, "u1", "helm deploys to staging are a weekly chore")
+    faded = reflection(rt, "u1", "the staging cluster once lost a helm release")
+    rt.reflections.write([kept, faded.model_copy(update={"status": "archived"})])
+    rt.store.ensure_indexes()
+    hits = memory.search("u1", "helm staging", kinds=("reflections",), record=False, now=NOW)
+    assert [h.item_id for h in hits] == [kept.reflection_id]
+    stored = {r.reflection_id: r for r in rt.reflections.list("u1", include_archived=True)}
+    assert stored[faded.reflection_id].status == "archived"
+    assert stored[faded.reflection_id].text == faded.text
+
+
+def test_bad_options_are_refused(memory: Memory) -> None:
     with pytest.raises(ValueError, match="unknown kind"):
-        search(rt, "u1", "anything", SearchOptions(kinds=("turns",)))
+        memory.search("u1", "anything", kinds=("episodes",))
+    with pytest.raises(ValueError, match="k must be"):
+        memory.search("u1", "anything", k=0)
