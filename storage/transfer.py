@@ -8,11 +8,23 @@ reflection marks), each sorted by the table's merge key, plus
 its key (`merge_insert`): importing twice equals importing once, and an
 export of the imported store equals the export it came from.
 
+Import never crosses tenants and never moves a user's memory backwards;
+every check runs before the first write, so a refused import writes nothing:
+
+- a row whose key the store holds under another user is refused (an export
+  whose ids were edited to another user's cannot overwrite that user);
+- the store must hold nothing of the user that the export lacks (no raw
+  turn, episode, fact, history row ...) and no checkpoint at a later version:
+  a store that has moved on since the export is not rolled back to it. To
+  replace a user's memory, forget the user first;
+- duplicate keys, negative seqs and counts, and a malformed manifest are
+  refused with one line saying which file and why.
+
 Errors:
 
-    TransferError             the directory or its manifest is unusable
+    TransferError             the directory, its manifest or a file is unusable
       ├─ DimensionMismatch    its vectors are not the store's width
-      └─ ImportConflict       the store holds other raw turns for that user
+      └─ ImportConflict       the store's rows of that user (or another's) conflict
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage import filters, schemas
@@ -33,6 +46,9 @@ from storage.lease import user_lease
 
 FORMAT = 1
 MANIFEST = "manifest.json"
+KEY_CHUNK = 5_000  # keys per IN list when looking for another user's rows
+# columns that can never be negative in a store episodic wrote
+NON_NEGATIVE = ("seq", "first_seq", "last_seq", "n_turns", "head_seq", "recall_count")
 
 
 class TransferError(Exception):
@@ -53,10 +69,15 @@ class DimensionMismatch(TransferError):
 
 
 class ImportConflict(TransferError):
-    def __init__(self, path: Path, user_id: str, extra: int) -> None:
+    def __init__(self, path: Path, user_id: str, extra: int, what: str = "") -> None:
         super().__init__(
-            f"{path}: this store already holds {extra} raw turns of user {user_id!r} "
-            "that the export does not; import into a store without that user",
+            f"{path}: "
+            + (
+                what
+                or f"this store already holds {extra} rows of user {user_id!r} that the export "
+                "does not (the store has moved on since this export); import into a store "
+                "without that user, or forget the user first"
+            ),
             path,
         )
         self.user_id = user_id
@@ -112,15 +133,23 @@ def export_user(store: Store, user_id: str, out: Path) -> TransferReport:
 def read_manifest(src: Path) -> dict[str, Any]:
     path = src / MANIFEST
     try:
-        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        manifest: Any = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as e:
         raise TransferError(
             f"{src}: no {MANIFEST} (not an `episodic export` directory)", src
         ) from e
     except (OSError, ValueError) as e:
         raise TransferError(f"{path}: unreadable manifest: {e}", path) from e
-    if manifest.get("format") != FORMAT or not isinstance(manifest.get("user_id"), str):
-        raise TransferError(f"{path}: not an export of format {FORMAT}", path)
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("format") != FORMAT
+        or not isinstance(manifest.get("user_id"), str)
+        or not manifest["user_id"]
+        or type(manifest.get("dim", 0)) is not int
+    ):
+        raise TransferError(
+            f"{path}: not an export of format {FORMAT} (format, user_id and dim)", path
+        )
     return manifest
 
 
@@ -129,11 +158,14 @@ def import_dir(store: Store, src: Path) -> TransferReport:
     manifest = read_manifest(src)
     user_id: str = manifest["user_id"]
     files = _read_files(store, src, user_id, int(manifest.get("dim", store.dim)))
-    _check_raw(store, src, user_id, files.get("raw_turns"))
     rows: dict[str, int] = {}
     inserted: dict[str, int] = {}
     updated: dict[str, int] = {}
     with user_lease(store.uri, user_id):
+        # checked under the lease: no consolidation of the user moves it meanwhile
+        for name, data in files.items():
+            _check_keys(store, src, name, user_id, data)
+        _check_checkpoints(store, src, user_id, files["segmenter_state"])
         for name, data in files.items():
             rows[name] = data.num_rows
             if not data.num_rows:
@@ -162,18 +194,58 @@ def _read_files(store: Store, src: Path, user_id: str, dim: int) -> dict[str, pa
         users = set(data["user_id"].to_pylist())
         if users - {user_id}:
             raise TransferError(f"{path}: rows of other users than {user_id!r}", path)
+        _check_values(path, name, data)
         out[name] = data
     return out
 
 
-def _check_raw(store: Store, src: Path, user_id: str, raw: pa.Table | None) -> None:
-    """Raw seqs are per stream: turns of this user the export lacks would
-    collide with the imported seqs, so refuse rather than corrupt the log."""
-    ids = set(raw["turn_id"].to_pylist()) if raw is not None else set()
-    cond = filters.sql(filters.user(user_id))
-    if store.table("raw_turns").count_rows(cond) == 0:
-        return
-    have = frame(store, "raw_turns", user_id, ["turn_id"])["turn_id"].to_pylist()
-    extra = sum(1 for t in have if t not in ids)
+def _check_values(path: Path, name: str, data: pa.Table) -> None:
+    """Duplicate keys and impossible values, refused before anything is written."""
+    keys = data[key_of(name)]
+    if len(pc.unique(keys)) != data.num_rows:
+        raise TransferError(f"{path}: duplicate {key_of(name)} values", path)
+    if keys.null_count:
+        raise TransferError(f"{path}: empty {key_of(name)} values", path)
+    for column in NON_NEGATIVE:
+        if column in data.column_names:
+            low = pc.min(data[column]).as_py()
+            if low is not None and low < 0:
+                raise TransferError(f"{path}: negative {column} ({low})", path)
+
+
+def _check_keys(store: Store, src: Path, name: str, user_id: str, data: pa.Table) -> None:
+    """Refuse keys that the store holds under another user, and rows of this
+    user that the export lacks (the store has moved on since the export)."""
+    key = key_of(name)
+    tbl = store.table(name)
+    mine = set(data[key].to_pylist())
+    for i in range(0, len(mine), KEY_CHUNK):
+        chunk = sorted(mine)[i : i + KEY_CHUNK]
+        cond = filters.within(key, chunk) & filters.ne("user_id", user_id)
+        foreign = tbl.count_rows(filters.sql(cond))
+        if foreign:
+            raise ImportConflict(
+                src,
+                user_id,
+                foreign,
+                f"{name}: {foreign} rows whose {key} belongs to another user in this store; "
+                "nothing was imported",
+            )
+    have = frame(store, name, user_id, [key])[key].to_pylist()
+    extra = sum(1 for k in have if k not in mine)
     if extra:
         raise ImportConflict(src, user_id, extra)
+
+
+def _check_checkpoints(store: Store, src: Path, user_id: str, data: pa.Table) -> None:
+    """A checkpoint at a later version in the store than in the export means
+    the store has consolidated past the export: refuse the rollback."""
+    exported = dict(zip(data["key"].to_pylist(), data["version"].to_pylist(), strict=True))
+    stored = frame(store, "segmenter_state", user_id, ["key", "version"])
+    ahead = sum(
+        1
+        for k, v in zip(stored["key"].to_pylist(), stored["version"].to_pylist(), strict=True)
+        if v > exported.get(k, -1)
+    )
+    if ahead:
+        raise ImportConflict(src, user_id, ahead)

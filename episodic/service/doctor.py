@@ -9,7 +9,9 @@ checked per (user, stream) against what is stored.
   or in its open buffer; the watermark is not above the max seq;
 - episodes: every turn id is stored in raw, the seqs of an episode's turns
   are exactly `first_seq..last_seq`, `n_turns == len(turn_ids)`, one episode
-  per start.
+  per start;
+- facts: no fact is active whose history closed it (an UPDATE or DELETE of
+  it): the state a rolled-back import would leave.
 
 Episodes written ahead of their checkpoint (a consolidate that died between
 its two writes) are notes, not problems: the next run derives them again
@@ -24,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.episodes import Episodes
+from storage.facts import Facts
+from storage.frames import frame
 from storage.raw import RawLog, StreamHead, StreamKey, StreamStats, stream_stats_of
 from storage.state import Checkpoint, Checkpoints
 
@@ -94,22 +98,27 @@ def run_doctor(
     episodes: Episodes,
     user_id: str | None = None,
     *,
+    facts: Facts | None = None,
     repair: bool = False,
 ) -> DoctorReport:
     """Check; with `repair`, rewrite the heads found wrong and check again
     (the report then lists what is still wrong and what was repaired)."""
-    report = check_store(raw, checkpoints, episodes, user_id)
+    report = check_store(raw, checkpoints, episodes, user_id, facts)
     users = sorted({p.user_id for p in report.problems if p.repairable})
     if not repair or not users:
         return report
     repaired = [r.as_dict() for u in users for r in raw.repair_heads(u)]
-    report = check_store(raw, checkpoints, episodes, user_id)
+    report = check_store(raw, checkpoints, episodes, user_id, facts)
     report.repaired = repaired
     return report
 
 
 def check_store(
-    raw: RawLog, checkpoints: Checkpoints, episodes: Episodes, user_id: str | None = None
+    raw: RawLog,
+    checkpoints: Checkpoints,
+    episodes: Episodes,
+    user_id: str | None = None,
+    facts: Facts | None = None,
 ) -> DoctorReport:
     """Read what the checks need (of one user, or all), then check each stream."""
     seqs = raw.seq_table(user_id)
@@ -149,7 +158,45 @@ def check_store(
         )
         report.problems.extend(problems)
         report.notes.extend(notes)
+    if facts is not None:
+        report.problems.extend(check_facts(facts, user_id))
     return report
+
+
+def check_facts(facts: Facts, user_id: str | None = None) -> list[Problem]:
+    """Active facts whose own history closed them (UPDATE or DELETE of the fact)."""
+    hist = frame(facts.store, "fact_history", user_id, ["user_id", "fact_id", "event"])
+    closed = {
+        (u, f)
+        for u, f, e in zip(
+            hist["user_id"].to_pylist(),
+            hist["fact_id"].to_pylist(),
+            hist["event"].to_pylist(),
+            strict=True,
+        )
+        if e in ("UPDATE", "DELETE")
+    }
+    rows = frame(facts.store, "facts", user_id, ["user_id", "fact_id", "status"])
+    bad: dict[str, list[str]] = {}
+    for u, f, status in zip(
+        rows["user_id"].to_pylist(),
+        rows["fact_id"].to_pylist(),
+        rows["status"].to_pylist(),
+        strict=True,
+    ):
+        if status == "active" and (u, f) in closed:
+            bad.setdefault(u, []).append(f)
+    return [
+        Problem(
+            u,
+            "",
+            "fact_active_but_closed",
+            len(ids),
+            f"{len(ids)} facts are active although their history superseded or deleted them",
+            sorted(ids),
+        )
+        for u, ids in sorted(bad.items())
+    ]
 
 
 def check_stream(
