@@ -1,23 +1,78 @@
-"""A real `episodic api` on 127.0.0.1: a subprocess on a free port, its own
-EPISODIC_HOME, stopped (SIGTERM, then SIGKILL) when the test is done."""
+"""The agent faces under test.
+
+- In process: `api_client(memory, key)` is the HTTP app over a memory, with
+  its body limit, through FastAPI's TestClient (ASGI, no socket);
+  `mcp_calls(server, calls)` calls MCP tools through the SDK's in-process
+  client.
+- A real `episodic api` on 127.0.0.1 (`api_server`): a subprocess on a free
+  port, its own EPISODIC_HOME, stopped (SIGTERM, then SIGKILL) when the test is
+  done; `run_cli` runs one CLI command on a home.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
+from fastapi.testclient import TestClient
+
+from episodic.service.memory import Memory
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# ---- in process --------------------------------------------------------------
+def api_client(memory: Memory, key: str | None = None) -> TestClient:
+    """The app `episodic api` serves, over `memory`, with `key` as the bearer."""
+    from episodic.adapters.http.app import create_app
+    from episodic.adapters.http.limits import BodyLimit
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return TestClient(BodyLimit(create_app(memory)), headers=headers)
+
+
+def new_key(memory: Memory, user: str, scopes: tuple[str, ...] = ("read", "write")) -> str:
+    return memory.create_key(user, scopes)[0]
+
+
+def mcp_calls(server: Any, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Each (tool, arguments) called in turn on one session of the in-process
+    `server`; the CallToolResults."""
+    import anyio
+    from mcp import Client
+
+    async def run() -> list[Any]:
+        async with Client(server) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return anyio.run(run)
+
+
+def tool_data(result: Any) -> dict[str, Any]:
+    """A successful tool result's JSON."""
+    assert not result.is_error, result
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    return dict(json.loads(result.content[0].text))
+
+
+def tool_error(result: Any) -> str:
+    """A refused tool call's text."""
+    assert result.is_error, result
+    return str(result.content[0].text)
+
+
+# ---- out of process ------------------------------------------------------------
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -38,9 +93,12 @@ def cli_env(home: Path) -> dict[str, str]:
     return env
 
 
+CLI = [sys.executable, "-c", "from episodic.adapters.cli.main import main; main()"]
+
+
 def run_cli(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from episodic.adapters.cli.main import main; main()", *args],
+        [*CLI, *args],
         env=cli_env(home),
         cwd=ROOT,
         input=stdin,
@@ -70,37 +128,36 @@ class Server:
 @contextmanager
 def api_server(home: Path, startup_s: float = 180.0) -> Iterator[Server]:
     port = free_port()
-    log = (home / "api.log").open("wb") if home.mkdir(parents=True, exist_ok=True) is None else None
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from episodic.adapters.cli.main import main; main()", "api", "--port", str(port)],
-        env=cli_env(home),
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(
-                    f"api exited {proc.returncode}: {(home / 'api.log').read_text()}"
-                )
-            try:
-                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError("api did not start")
-            time.sleep(0.2)
-        yield Server(url, home, proc)
-    finally:
-        proc.terminate()  # SIGTERM: the server's graceful shutdown
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / "api.log").open("wb") as log:
+        proc = subprocess.Popen(
+            [*CLI, "api", "--port", str(port)],
+            env=cli_env(home),
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if log:
-            log.close()
+            deadline = time.monotonic() + startup_s
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(
+                        f"api exited {proc.returncode}: {(home / 'api.log').read_text()}"
+                    )
+                try:
+                    if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise TimeoutError("api did not start")
+                time.sleep(0.2)
+            yield Server(url, home, proc)
+        finally:
+            proc.terminate()  # SIGTERM: the server's graceful shutdown
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

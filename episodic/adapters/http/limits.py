@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BODY = 8 << 20  # bytes per request
@@ -38,17 +39,22 @@ class BodyLimit:
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > self.limit:
-                    raise _TooBig()
+                    raise _TooBig(self.limit)
             return msg
 
         try:
             await self.app(scope, limited, send)
-        except _TooBig:
-            await _send_json(send, 413, {"detail": f"body over {self.limit} bytes"})
+        except _TooBig as e:
+            await _send_json(send, 413, {"detail": e.detail})
 
 
-class _TooBig(Exception):
-    pass
+class _TooBig(HTTPException):
+    """Raised from the body as it streams in: an HTTPException, so the app's
+    body parsing passes it on (any other error there becomes a 400) and its
+    handler answers the 413; caught here when it reaches the limit's own call."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"body over {limit} bytes")
 
 
 async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
