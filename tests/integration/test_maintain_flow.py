@@ -1,5 +1,6 @@
 """The maintain flow on a real LanceDB under Prefect's harness, with a chosen
-`now`: recalled memories decay more slowly, faded ones are archived and kept."""
+`now`: recalled memories decay more slowly, faded ones are archived and kept,
+and a search that returns an episode's turn keeps that episode alive."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from flows.maintain import maintain
-from episodic.service.search import SearchOptions, search
-from tests.integration.helpers import make_runtime
-from tests.integration.memory_items import T0, episode, put
+from tests.integration.helpers import make_memory
+from tests.integration.memory_items import T0, episode, put, told
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -20,7 +20,8 @@ TAU = 168.0
 
 
 def test_a_recalled_episode_decays_more_slowly(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+    memory = make_memory(tmp_path / "home")
+    rt = memory.rt
     forgotten, recalled = put(
         rt,
         episode(rt, "u1", "the quarterly budget review", seq=0, salience=6),
@@ -34,7 +35,9 @@ def test_a_recalled_episode_decays_more_slowly(tmp_path: Path) -> None:
             last_recalled_at=T0,
         ),
     )
-    res = maintain(user="u1", now=T0 + timedelta(hours=100), tau_hours=TAU, floor=0.5)
+    res = maintain(
+        user="u1", now=T0 + timedelta(hours=100), tau_hours=TAU, floor=0.5, memory=memory
+    )
     assert res["archived"] == 0 and res["decayed"] == 2
     got = {e.episode_id: e for e in rt.episodes.list("u1")}
     slow, fast = got[recalled.episode_id].strength, got[forgotten.episode_id].strength
@@ -45,43 +48,49 @@ def test_a_recalled_episode_decays_more_slowly(tmp_path: Path) -> None:
     assert all(e.status == "closed" for e in got.values())
 
 
-def test_a_faded_episode_is_archived_kept_and_no_longer_found(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+def test_a_faded_episode_is_archived_and_kept(tmp_path: Path) -> None:
+    memory = make_memory(tmp_path / "home")
+    rt = memory.rt
     faint, strong = put(
         rt,
         episode(rt, "u1", "a passing remark about the weather in Lisbon", seq=0, salience=1),
         episode(rt, "u1", "the weather in Lisbon decided the wedding date", seq=10, salience=9),
     )
     later = T0 + timedelta(hours=400)  # faint: 1 * exp(-400/168) = 0.09 < 0.5; strong: 0.83
-    res = maintain(user="u1", now=later, tau_hours=TAU, floor=0.5)
+    res = maintain(user="u1", now=later, tau_hours=TAU, floor=0.5, memory=memory)
     assert res["archived"] == 1
     got = {e.episode_id: e for e in rt.episodes.list("u1")}
     assert got[faint.episode_id].status == "archived"  # kept, with its text
     assert got[faint.episode_id].text == faint.text
     assert got[strong.episode_id].status == "closed"
     assert {row["table"] for row in res["tables"]} >= {"episodes", "raw_turns"}
-
-    items = search(rt, "u1", "weather in Lisbon", SearchOptions(k=5), now=later)
-    assert [i.item_id for i in items] == [strong.episode_id]
+    listed = {e.episode_id: e.status for e in memory.episodes("u1")}  # what users see
+    assert listed == {faint.episode_id: "archived", strong.episode_id: "closed"}
 
     # archived stays archived and is not counted twice
-    again = maintain(user="u1", now=later + timedelta(hours=1), tau_hours=TAU, floor=0.5)
+    again = maintain(
+        user="u1", now=later + timedelta(hours=1), tau_hours=TAU, floor=0.5, memory=memory
+    )
     assert again["archived"] == 0
     assert len(rt.episodes.list("u1")) == 2
 
 
 def test_recall_through_search_keeps_an_episode_alive(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+    memory = make_memory(tmp_path / "home")
+    rt = memory.rt
     # three weeks in, the allergy is looked up: its last access moves to then
     looked_up = T0 + timedelta(weeks=3)
     kept, dropped = put(
         rt,
-        episode(rt, "u1", "the allergy to penicillin", seq=0, salience=2),
-        episode(rt, "u1", "a film seen on a rainy sunday", seq=10, salience=2),
+        told(rt, "u1", "the allergy to penicillin", salience=2),
+        told(rt, "u1", "a film seen on a rainy sunday", salience=2),
     )
-    hits = search(rt, "u1", "penicillin allergy", SearchOptions(k=1), now=looked_up)
-    assert [h.item_id for h in hits] == [kept.episode_id]
-    res = maintain(user="u1", now=looked_up + timedelta(days=2), tau_hours=TAU, floor=0.5)
+    hits = memory.search("u1", "penicillin allergy", k=1, now=looked_up)
+    assert [(h.kind, h.episode_id) for h in hits] == [("turn", kept.episode_id)]
+    rt.recalls.flush()  # the search noted the recall; the decay reads it
+    res = maintain(
+        user="u1", now=looked_up + timedelta(days=2), tau_hours=TAU, floor=0.5, memory=memory
+    )
     got = {e.episode_id: e.status for e in rt.episodes.list("u1")}
     assert got == {kept.episode_id: "closed", dropped.episode_id: "archived"}
     assert res["archived"] == 1

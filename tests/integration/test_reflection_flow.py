@@ -13,10 +13,9 @@ import pytest
 from episodic.llm.fake import FakeProvider
 from episodic.models import Episode, now_utc
 from episodic.reflection import FocalQuestions, Insights
-from flows.reflect import reflect
 from episodic.service.reflect import reflect_user, since_last
-from episodic.service.search import SearchOptions, search
-from tests.integration.helpers import make_runtime
+from flows.reflect import reflect
+from tests.integration.helpers import make_memory
 from tests.integration.memory_items import episode, put
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -45,15 +44,16 @@ def _episodes(rt, user: str, saliences: list[int], start: int = 0) -> list[Episo
 
 
 def test_threshold_149_waits_and_150_reflects(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+    memory = make_memory(tmp_path / "home")
+    rt = memory.rt
     put(rt, *_episodes(rt, "u1", [10] * 14 + [9]))  # 149
-    res = reflect(user="u1")["u1"]
+    res = reflect(user="u1", memory=memory)["u1"]
     assert res["due"] is False and res["pending_salience"] == pytest.approx(149.0)
     assert rt.reflections.list("u1") == []
 
     put(rt, *_episodes(rt, "u1", [1], start=15))  # 150
     raw_before = rt.raw.count()
-    res = reflect(user="u1")["u1"]
+    res = reflect(user="u1", memory=memory)["u1"]
     assert res["due"] is True and res["pending_salience"] == pytest.approx(150.0)
     stored = rt.reflections.list("u1")
     assert res["written"] == len(stored) >= 1
@@ -65,17 +65,18 @@ def test_threshold_149_waits_and_150_reflects(tmp_path: Path) -> None:
 
     # the pile is spent: the same episodes do not count again
     assert since_last(rt, "u1")[1] == 0.0
-    again = reflect(user="u1")["u1"]
+    again = reflect(user="u1", memory=memory)["u1"]
     assert again["due"] is False and again["pending_salience"] == 0.0
 
 
 def test_reflections_are_retrievable_by_search(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+    memory = make_memory(tmp_path / "home")
+    rt = memory.rt
     put(rt, *_episodes(rt, "u1", [8] * 6))
-    res = reflect(user="u1", force=True)["u1"]
+    res = reflect(user="u1", force=True, memory=memory)["u1"]
     assert res["written"] >= 1
     rt.store.ensure_indexes()
-    hits = search(rt, "u1", "Rex vet clinic", SearchOptions(k=5, kinds=("reflections",)))
+    hits = memory.search("u1", "Rex vet clinic", k=5, kinds=("reflections",))
     stored = {r.reflection_id for r in rt.reflections.list("u1")}
     assert hits and {h.item_id for h in hits} <= stored
     assert all(h.kind == "reflection" for h in hits)
@@ -96,12 +97,13 @@ def _citing(pick: Any) -> FakeProvider:
 
 
 def test_flow_keeps_only_the_users_own_evidence(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+    memory = make_memory(tmp_path / "home")
+    rt = memory.rt
     put(rt, *_episodes(rt, "alice", [8] * 4))
     put(rt, *_episodes(rt, "bob", [9] * 4, start=100))  # same words, another user
     # cite every statement shown, plus a number that was never shown
     rt.provider = _citing(lambda s: [("Rex worries everyone", [*range(1, len(s) + 1), 999])])
-    res = reflect(user="alice", force=True)["alice"]
+    res = reflect(user="alice", force=True, memory=memory)["alice"]
     assert res["written"] == 1 and res["dropped_evidence"] >= 1
     (r,) = rt.reflections.list("alice")
     alice = {e.episode_id for e in rt.episodes.list("alice")}
@@ -112,7 +114,8 @@ def test_flow_keeps_only_the_users_own_evidence(tmp_path: Path) -> None:
 def test_another_users_item_in_the_pool_is_rejected(tmp_path: Path) -> None:
     """A caller hands bob's episode to alice's reflection, even relabelled as
     hers: ownership is read from storage, so the citation is dropped."""
-    rt = make_runtime(tmp_path / "home")
+    memory = make_memory(tmp_path / "home")
+    rt = memory.rt
     mine = put(rt, *_episodes(rt, "alice", [8] * 3))
     (theirs,) = put(rt, *_episodes(rt, "bob", [9], start=100))
     smuggled = theirs.model_copy(update={"user_id": "alice"})
