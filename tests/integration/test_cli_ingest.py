@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from episodic.adapters.cli.main import app
-from storage.db import Store
-from storage.raw import RawLog
 from episodic.service.ingest import ingest_file
 from episodic.service.runtime import Runtime
-from tests.integration.facts_support import runtime_for
+from storage.db import Store
+from storage.raw import RawLog
+from tests.integration.cli_support import cli_home
 
 T0 = datetime(2025, 5, 1, 8, 0, tzinfo=UTC)
 
@@ -40,7 +40,7 @@ def _ingest(path: Path) -> tuple[int, dict[str, Any]]:
 
 @pytest.fixture
 def rt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runtime:
-    return runtime_for("offline", tmp_path / "home", monkeypatch)
+    return cli_home(monkeypatch, tmp_path / "home").rt
 
 
 def test_same_file_twice_adds_nothing(rt: Runtime, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from episodic.adapters.cli.main import app
 from episodic.service.runtime import Runtime
-from tests.integration.facts_support import runtime_for
+from tests.integration.cli_support import cli_home
 
 FIX = Path(__file__).parent.parent / "fixtures" / "ingest"
 T0 = datetime(2025, 5, 1, 8, 0, tzinfo=UTC)
@@ -54,7 +54,7 @@ def _texts(rt: Runtime) -> list[str]:
 
 @pytest.fixture
 def rt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runtime:
-    return runtime_for("offline", tmp_path / "home", monkeypatch)
+    return cli_home(monkeypatch, tmp_path / "home").rt
 
 
 @pytest.mark.parametrize(

@@ -14,14 +14,14 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
-from episodic.adapters.cli.main import app
 from episodic import crashpoints
+from episodic.adapters.cli.main import app
 from episodic.crashpoints import InjectedCrash
 from episodic.models import TurnIn
-from storage.schemas import schema
 from episodic.service.runtime import Runtime
 from episodic.service.segment import poll_stream
-from tests.integration.facts_support import runtime_for
+from storage.schemas import schema
+from tests.integration.cli_support import cli_home
 from tests.integration.helpers import turn_ins
 
 T0 = datetime(2025, 5, 1, 8, 0, tzinfo=UTC)
@@ -59,7 +59,7 @@ def _crash_between_commits(rt: Runtime, monkeypatch: pytest.MonkeyPatch, turns: 
 
 @pytest.fixture
 def rt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runtime:
-    return runtime_for("offline", tmp_path / "home", monkeypatch)
+    return cli_home(monkeypatch, tmp_path / "home").rt
 
 
 def test_healthy_store_is_ok(rt: Runtime) -> None:
