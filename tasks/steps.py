@@ -1,6 +1,7 @@
-"""Prefect tasks. Bodies stay one call deep: the work is in tasks/*.py
-functions over episodic/ and storage/. Retries sit in the decorator; inputs
-are plain ids, so no task hashes a database handle."""
+"""Prefect tasks. Bodies stay one call deep: the work is in episodic/service
+(the consolidation steps), over the memory the flow was handed. Retries sit
+in the decorator; a task's first input is that memory (slotted: Prefect
+records it as `<Memory>`, never walks into its store), the rest plain ids."""
 
 from __future__ import annotations
 

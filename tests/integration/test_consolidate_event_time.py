@@ -10,10 +10,10 @@ import pytest
 
 from episodic.models import TurnIn, now_utc
 from episodic.segment.clock import CLAMPED_KEY, FUTURE_TOLERANCE
-from flows.consolidate import consolidate
 from episodic.service.runtime import Runtime
 from episodic.service.segment import poll_stream
-from tests.integration.facts_support import runtime_for
+from flows.consolidate import consolidate
+from tests.integration.facts_support import memory_for, runtime_for
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -48,10 +48,11 @@ def late_stream(start: datetime) -> list[TurnIn]:
 def test_late_turns_get_episodes_of_their_own_and_none_ends_before_it_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rt = runtime_for("offline", tmp_path / "home", monkeypatch)
+    memory = memory_for("offline", tmp_path / "home", monkeypatch)
+    rt = memory.rt
     start = datetime(2025, 5, 29, 9, 0, tzinfo=UTC)
     rt.raw.append(late_stream(start))
-    consolidate(user=USER, flush=True)
+    consolidate(user=USER, flush=True, memory=memory)
     eps = rt.episodes.list(USER, "late")
     assert all(e.started_at <= e.ended_at for e in eps)
     spans = [(e.first_seq, e.last_seq, e.boundary_reason) for e in eps]
@@ -100,10 +101,11 @@ def test_a_future_turn_is_clamped_flagged_and_does_not_block_the_idle_close(
 def test_turns_within_the_tolerance_are_not_flagged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rt = runtime_for("offline", tmp_path / "home", monkeypatch)
+    memory = memory_for("offline", tmp_path / "home", monkeypatch)
+    rt = memory.rt
     now = now_utc()
     rt.raw.append([turn("near", i, now + timedelta(minutes=i)) for i in range(3)])
-    consolidate(user=USER, flush=True)
+    consolidate(user=USER, flush=True, memory=memory)
     (ep,) = rt.episodes.list(USER, "near")
     assert CLAMPED_KEY not in ep.signal_scores
     assert ep.ended_at - ep.started_at == timedelta(minutes=2)

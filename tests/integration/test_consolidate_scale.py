@@ -14,11 +14,11 @@ import pytest
 from prefect import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
+from episodic.service.ingest import ingest_file
 from flows.consolidate import consolidate, user_tag
 from storage.lease import LeaseBusy
 from tasks.exclusion import limit_name, user_slot
-from episodic.service.ingest import ingest_file
-from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
+from tests.integration.helpers import make_memory, synthetic_stream, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -37,24 +37,24 @@ def _runs_of(flow_run_id: UUID) -> tuple[list[Any], int]:
 
 
 def test_idle_poll_has_no_task_runs_and_no_artifact(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
-    _ingest(rt, tmp_path, synthetic_stream(), "a.jsonl")
-    busy = consolidate(user="u1", return_state=True)  # leaves the last episode open
+    m = make_memory(tmp_path / "home")
+    _ingest(m.rt, tmp_path, synthetic_stream(), "a.jsonl")
+    busy = consolidate(user="u1", return_state=True, memory=m)  # leaves the last episode open
     tasks, arts = _runs_of(busy.state_details.flow_run_id)
     assert busy.is_completed() and busy.message != "nothing to do"
     assert len(tasks) >= 2 and arts == 1  # the counts below can fail
     assert busy.result()["open_turns"] > 0  # an open episode, not idle yet
     for _ in range(2):
-        idle = consolidate(user="u1", return_state=True)
+        idle = consolidate(user="u1", return_state=True, memory=m)
         assert idle.is_completed() and idle.message == "nothing to do"
         tasks, arts = _runs_of(idle.state_details.flow_run_id)
         assert tasks == [] and arts == 0
         assert idle.result()["turns_processed"] == 0
     # new turns make the next poll busy again; all-users polls are quiet too
-    assert consolidate(return_state=True).message == "nothing to do"
+    assert consolidate(return_state=True, memory=m).message == "nothing to do"
     more = synthetic_stream(start=None, stream="s2")
-    _ingest(rt, tmp_path, more, "b.jsonl")
-    again = consolidate(return_state=True)
+    _ingest(m.rt, tmp_path, more, "b.jsonl")
+    again = consolidate(return_state=True, memory=m)
     assert again.message != "nothing to do"
     assert again.result()["turns_processed"] == len(more)
 
@@ -89,8 +89,8 @@ def test_user_slot_excludes_and_never_names_the_user() -> None:
 
 
 def test_flow_waits_for_the_users_slot(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home", user_slot="prefect")
-    _ingest(rt, tmp_path, synthetic_stream(), "a.jsonl")
+    m = make_memory(tmp_path / "home", user_slot="prefect")
+    _ingest(m.rt, tmp_path, synthetic_stream(), "a.jsonl")
     held = threading.Event()
     hold_s = 4.0
     released_at: list[float] = []
@@ -104,7 +104,7 @@ def test_flow_waits_for_the_users_slot(tmp_path: Path) -> None:
     t = threading.Thread(target=holder)
     t.start()
     assert held.wait(60)
-    summary = consolidate(user="u1", flush=True)
+    summary = consolidate(user="u1", flush=True, memory=m)
     done = time.monotonic()
     t.join(60)
     assert released_at and done > released_at[0]  # it ran after the holder let go
@@ -113,10 +113,10 @@ def test_flow_waits_for_the_users_slot(tmp_path: Path) -> None:
 
 def test_fan_out_one_task_per_user_same_end_state(tmp_path: Path) -> None:
     users = ["u1", "u2", "u3"]
-    rt = make_runtime(tmp_path / "fan")
+    m = make_memory(tmp_path / "fan")
     for u in users:
-        _ingest(rt, tmp_path, synthetic_stream(user=u, n_per_topic=10), f"{u}.jsonl")
-    state = consolidate(flush=True, return_state=True)
+        _ingest(m.rt, tmp_path, synthetic_stream(user=u, n_per_topic=10), f"{u}.jsonl")
+    state = consolidate(flush=True, return_state=True, memory=m)
     tasks, _ = _runs_of(state.state_details.flow_run_id)
     per_user = [t for t in tasks if t.name.startswith("user-")]
     names = sorted(t.name for t in per_user)
@@ -125,26 +125,26 @@ def test_fan_out_one_task_per_user_same_end_state(tmp_path: Path) -> None:
     assert all(t.state.is_completed() for t in per_user)
     # fanned out `user_threads` (2) at a time: the first two overlapped, the
     # third waited for a free slot (memory grows with users at once)
-    assert rt.settings.user_threads == 2
+    assert m.settings.user_threads == 2
     runs = sorted((t.start_time, t.end_time) for t in per_user)
     assert runs[1][0] < runs[0][1]
     assert runs[2][0] >= min(runs[0][1], runs[1][1])
     # the same episodes as one user at a time
     for u in users:
-        alone = make_runtime(tmp_path / f"alone-{u}")
-        _ingest(alone, tmp_path, synthetic_stream(user=u, n_per_topic=10), f"x{u}.jsonl")
-        consolidate(user=u, flush=True)
-        want = [(e.first_seq, e.last_seq) for e in alone.episodes.list(u)]
-        got = [(e.first_seq, e.last_seq) for e in rt.episodes.list(u)]
+        alone = make_memory(tmp_path / f"alone-{u}")
+        _ingest(alone.rt, tmp_path, synthetic_stream(user=u, n_per_topic=10), f"x{u}.jsonl")
+        consolidate(user=u, flush=True, memory=alone)
+        want = [(e.first_seq, e.last_seq) for e in alone.rt.episodes.list(u)]
+        got = [(e.first_seq, e.last_seq) for e in m.rt.episodes.list(u)]
         assert got == want and got
 
 
 def test_default_takes_no_prefect_slot(tmp_path: Path) -> None:
     """The temporary API never expires a killed holder's lease: by default the
     flow leaves Prefect's limits alone, so a crash cannot strand a user."""
-    rt = make_runtime(tmp_path / "home")
-    _ingest(rt, tmp_path, synthetic_stream(user="carol"), "c.jsonl")
-    assert consolidate(user="carol", flush=True)["turns_processed"] > 0
+    m = make_memory(tmp_path / "home")
+    _ingest(m.rt, tmp_path, synthetic_stream(user="carol"), "c.jsonl")
+    assert consolidate(user="carol", flush=True, memory=m)["turns_processed"] > 0
     with get_client(sync_client=True) as c:
         names = {lim.name for lim in c.read_global_concurrency_limits(limit=200)}
     assert limit_name("carol") not in names

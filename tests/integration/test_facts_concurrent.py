@@ -19,16 +19,17 @@ from typing import Any
 
 import pytest
 
-from flows.consolidate import consolidate
 from episodic.service.facts import merge_pending
 from episodic.service.runtime import Runtime
 from episodic.service.salience import score_pending
 from episodic.service.segment import poll_stream
+from flows.consolidate import consolidate
 from tests.integration.facts_support import (
     USER,
     Say,
     ScriptedModel,
     ingest,
+    memory_for,
     runtime_for,
     snapshot,
 )
@@ -85,17 +86,19 @@ def test_two_flow_runs_at_once_equal_one_after_the_other(
     kind: tuple[str, AnthropicStub | None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     name, stub = kind
-    seq = runtime_for(name, tmp_path / "seq", monkeypatch, stub=stub)
+    first = memory_for(name, tmp_path / "seq", monkeypatch, stub=stub)
+    seq = first.rt
     _ingest_all(seq, tmp_path)
-    consolidate(user=USER, flush=True)
-    consolidate(user=USER, flush=True)
+    consolidate(user=USER, flush=True, memory=first)
+    consolidate(user=USER, flush=True, memory=first)
     expected = snapshot(seq)
     assert len(expected["facts"]) == 4  # Paris, Berlin, Rex (deleted), Emacs
     # both episodes merged in one run: the history still reads in decision order
     berlin = next(f for f in seq.facts.list(USER) if "Berlin" in f.text)
     assert [h.event for h in seq.facts.history(USER, berlin.fact_id)] == ["ADD", "UPDATE"]
 
-    rt = runtime_for(name, tmp_path / "par", monkeypatch, stub=stub)
+    memory = memory_for(name, tmp_path / "par", monkeypatch, stub=stub)
+    rt = memory.rt
     _ingest_all(rt, tmp_path)
     errors: list[BaseException] = []
     start = threading.Barrier(2)
@@ -103,7 +106,7 @@ def test_two_flow_runs_at_once_equal_one_after_the_other(
     def run() -> None:
         try:
             start.wait()
-            consolidate(user=USER, flush=True)
+            consolidate(user=USER, flush=True, memory=memory)
         except BaseException as exc:  # noqa: BLE001 (reported below)
             errors.append(exc)
 
@@ -126,9 +129,9 @@ _CHILD = """
 import os, sys, time
 from pathlib import Path
 from episodic.service.facts import merge_pending
-from episodic.service.runtime import get_runtime
+from episodic.service.memory import Memory
 go = Path(sys.argv[1])
-rt = get_runtime()
+rt = Memory().rt  # the home the environment names
 rt.facts.list("u1")  # open the tables before the race starts
 rt.episodes.facts_pending("u1")
 Path(sys.argv[2]).touch()

@@ -16,10 +16,11 @@ import pytest
 from typer.testing import CliRunner
 
 from episodic.adapters.cli.main import app
+from episodic.adapters.embedded import Memory
 from episodic.facts import MergeDecisions
 from episodic.llm.fake import FakeProvider
-from flows.consolidate import consolidate
 from episodic.service.runtime import Runtime
+from flows.consolidate import consolidate
 from tests.integration.facts_support import (
     DIGEST,
     EXTRACT,
@@ -29,8 +30,8 @@ from tests.integration.facts_support import (
     ScriptedModel,
     active_texts,
     ingest,
+    memory_for,
     merge_calls,
-    runtime_for,
 )
 from tests.stubs.anthropic_stub import AnthropicStub
 
@@ -52,8 +53,9 @@ cli = CliRunner()
 
 
 class Env:
-    def __init__(self, kind: str, rt: Runtime, model: ScriptedModel | None, tmp: Path) -> None:
-        self.kind, self.rt, self.model, self.tmp = kind, rt, model, tmp
+    def __init__(self, kind: str, memory: Memory, model: ScriptedModel | None, tmp: Path) -> None:
+        self.kind, self.memory, self.model, self.tmp = kind, memory, model, tmp
+        self.rt = memory.rt
         self._files = 0
 
     def episode(self, *says: Say) -> dict[str, Any]:
@@ -61,7 +63,7 @@ class Env:
         self._files += 1
         rep = ingest(self.rt, self.tmp / f"turns-{self._files}.jsonl", list(says))
         assert rep.accepted == len(says)
-        return consolidate(user=USER, flush=True)
+        return consolidate(user=USER, flush=True, memory=self.memory)
 
     def merge_calls(self) -> int:
         return merge_calls(self.rt, self.model)
@@ -77,15 +79,13 @@ def env(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Env]:
     if request.param == "offline":
-        yield Env(
-            "offline", runtime_for("counting", tmp_path / "home", monkeypatch), None, tmp_path
-        )
+        yield Env("offline", memory_for("counting", tmp_path / "home", monkeypatch), None, tmp_path)
         return
     model = ScriptedModel(extract=EXTRACT_SCRIPT, merge_rules=MERGE_RULES)
     with AnthropicStub(default=lambda n: model.action(n)) as stub:
         model.stub = stub
-        rt = runtime_for("anthropic", tmp_path / "home", monkeypatch, stub=stub)
-        yield Env("anthropic", rt, model, tmp_path)
+        memory = memory_for("anthropic", tmp_path / "home", monkeypatch, stub=stub)
+        yield Env("anthropic", memory, model, tmp_path)
 
 
 def _history_events(rt: Runtime) -> list[tuple[str, str]]:
@@ -222,13 +222,13 @@ def test_out_of_range_id_is_reasked_then_resolved_offline(
         model = ScriptedModel(extract=EXTRACT_SCRIPT, merge_override=_out_of_range)
         stub = AnthropicStub(default=lambda n: model.action(n)).start()  # type: ignore[union-attr]
         model.stub = stub
-        rt = runtime_for("anthropic", tmp_path / "home", monkeypatch, stub=stub)
+        memory = memory_for("anthropic", tmp_path / "home", monkeypatch, stub=stub)
     else:
-        rt = runtime_for("offline", tmp_path / "home", monkeypatch)
+        memory = memory_for("offline", tmp_path / "home", monkeypatch)
         fake = FakeProvider(_fake_handler, retries=1)
-        rt.provider = fake
+        memory.rt.provider = fake
     try:
-        env = Env(kind, rt, model, tmp_path)
+        env = Env(kind, memory, model, tmp_path)
         env.episode(Say("I live in Paris.", JAN))
         env.episode(Say("I moved to Berlin.", MAR))
     finally:
@@ -242,6 +242,7 @@ def test_out_of_range_id_is_reasked_then_resolved_offline(
         merge_asks = [c for c in fake.calls if "Existing facts:" in c[-1]["content"]
                       or any("Existing facts:" in m["content"] for m in c)]  # fmt: skip
         assert len(merge_asks) == 2
+    rt = memory.rt
     update = [h for h in rt.facts.all_history(USER) if h.event != "ADD"]
     assert [(h.event, h.decided_by) for h in update] == [("UPDATE", "offline-fallback")]
     assert [f.text for f in rt.facts.list(USER)] == _texts_of(rt, "Berlin")

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import numpy as np
 
 from episodic.embed import HashEmbedder
-from storage.facts import Facts, PlannedFact, new_fact_id
 from episodic.service.fact_mirror import ActiveFacts
+from storage.facts import Facts, PlannedFact, new_fact_id
 
 TEXTS = [
     "user lives in Lisbon",
