@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from episodic.adapters.cli.main import app
 from episodic.service.segment import poll_stream
-from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
+from tests.integration.cli_support import cli_home
+from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.memory_items import reflection
 
 PARTS = {
@@ -29,6 +30,7 @@ PARTS = {
     "text_rank",
     "dense_rank",
     "cosine",
+    "seq",
 }
 
 
@@ -40,8 +42,11 @@ def _ingest(rt, tmp_path: Path, user: str) -> None:  # type: ignore[no-untyped-d
     poll_stream(rt, user, "s1", head_seq=head, flush=True)
 
 
-def test_search_json_gives_turns_episode_and_score_parts(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+def test_search_json_gives_turns_episode_and_score_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = cli_home(monkeypatch, tmp_path / "home")
+    rt = m.rt
     _ingest(rt, tmp_path, "u1")
     _ingest(rt, tmp_path, "u2")
     rt.reflections.write([reflection(rt, "u1", "the user keeps deploying to staging with helm")])
@@ -52,6 +57,8 @@ def test_search_json_gives_turns_episode_and_score_parts(tmp_path: Path) -> None
     items = json.loads(out.stdout)
     assert 1 <= len(items) <= 3
     assert all(set(i) == PARTS for i in items)
+    # the JSON is the service's view: what the HTTP API returns for the same call
+    assert items == [h.as_json() for h in m.search("u1", "helm staging deploy", k=3, record=False)]
     first = next(i for i in items if i["kind"] == "turn")
     assert "helm" in first["text"]
     assert first["turns"][0]["turn_id"] == first["item_id"]  # the hit first, then neighbours
@@ -91,7 +98,9 @@ def test_search_json_gives_turns_episode_and_score_parts(tmp_path: Path) -> None
     ]
 
 
-def test_search_rejects_an_unknown_kind(tmp_path: Path) -> None:
-    make_runtime(tmp_path / "home")
+def test_search_rejects_an_unknown_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    m = cli_home(monkeypatch, tmp_path / "home")
+    _ingest(m.rt, tmp_path, "u1")
     out = CliRunner().invoke(app, ["search", "x", "--user", "u1", "--kinds", "episodes", "--json"])
-    assert out.exit_code == 2
+    assert out.exit_code == 2 and out.stdout == ""
+    assert out.stderr.startswith("error: unknown kind 'episodes'")
