@@ -33,6 +33,7 @@ def _turns(user: str, n_per_topic: int = 6) -> list[dict[str, Any]]:
         for text, ts in (
             ("I live in Paris.", "2025-03-02T09:00:00+00:00"),
             ("I moved to Berlin.", "2025-03-09T09:00:00+00:00"),
+            ("See you tomorrow.", "2025-03-10T09:00:00+00:00"),  # closes the Berlin episode
         )
     ]
     for t in turns:
@@ -83,11 +84,18 @@ def test_post_twice_accepts_then_counts_duplicates(memory: Memory) -> None:
     assert {r["source"] for r in rows} <= {f"api:{k.key_id}" for k in memory.keys.list("dup-user")}
 
 
-def test_client_id_makes_a_changed_retry_a_duplicate(memory: Memory) -> None:
+def test_client_id_makes_a_retry_a_duplicate_and_keeps_the_first_text(memory: Memory) -> None:
+    def post(text: str) -> dict[str, Any]:
+        r = c.post("/v1/turns", json={"turns": [{"id": "m1", "role": "user", "text": text}]})
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
     with api_client(memory, new_key(memory, "id-user")) as c:
-        a = c.post("/v1/turns", json={"turns": [{"id": "m1", "role": "user", "text": "a"}]})
-        b = c.post("/v1/turns", json={"turns": [{"id": "m1", "role": "user", "text": "a!"}]})
-    assert (a.json()["accepted"], b.json()["duplicates"]) == (1, 1)
+        first, retry, changed = post("a"), post("a"), post("a!")
+    assert (first["accepted"], retry["accepted"], retry["duplicates"]) == (1, 0, 1)
+    assert changed["accepted"] == 0  # a changed retry never replaces what was stored
+    [turn] = memory.rt.raw.by_ids("id-user", first["turn_ids"])
+    assert turn.text == "a" and retry["turn_ids"] == first["turn_ids"]
 
 
 def test_auth_missing_bad_scope_and_revoked(memory: Memory) -> None:
@@ -267,19 +275,21 @@ def alice(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None) -> It
         key = new_key(memory, "alice")
         with api_client(memory, key) as c:
             posted = c.post("/v1/turns", json={"turns": _turns("alice")}).json()
-            assert posted["accepted"] == 26, posted
+            assert posted["accepted"] == 27, posted
             run = c.post("/v1/consolidate")
             assert run.status_code == 200, run.text
         yield Alice(memory, key, run.json())
 
 
+@pytest.mark.slow
 def test_consolidate_ran_the_flow_here(alice: Alice) -> None:
     run = alice.consolidated
     assert run["mode"] == "local" and run["run_id"] is None
-    assert run["summary"]["users"] == ["alice"] and run["summary"]["turns_processed"] == 26
+    assert run["summary"]["users"] == ["alice"] and run["summary"]["turns_processed"] == 27
     assert alice.memory.status("alice")[0].last_run_state == "Completed"
 
 
+@pytest.mark.slow
 def test_reads_answer_the_memory_views(alice: Alice) -> None:
     m = alice.memory
     with alice.client() as c:
@@ -311,6 +321,7 @@ def test_reads_answer_the_memory_views(alice: Alice) -> None:
     assert len(detail["turns"]) == detail["n_turns"] > 0
 
 
+@pytest.mark.slow
 def test_search_answers_the_shipped_hits(alice: Alice) -> None:
     with alice.client() as c:
         hits = c.get("/v1/search", params={"q": "where does alice live", "k": 7}).json()
@@ -324,6 +335,7 @@ def test_search_answers_the_shipped_hits(alice: Alice) -> None:
     assert {h["item_id"] for h in facts_only} <= active
 
 
+@pytest.mark.slow
 def test_cross_tenant_matrix(alice: Alice) -> None:
     m = alice.memory
     with alice.client() as c:
