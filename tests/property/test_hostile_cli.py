@@ -46,10 +46,12 @@ class Home:
     """One store for the module; every example writes a file of its own."""
 
     def __init__(self, root: Path) -> None:
-        from episodic.service.runtime import get_runtime
+        from episodic.adapters.embedded import Memory
+        from tests.integration.helpers import settings_at
 
         self.root = root
-        self.rt = get_runtime()
+        self.memory = Memory(settings_at(root / "home"))  # the store the commands write
+        self.rt = self.memory.rt
         self.tried = 0  # hostile lines or mutations fed to the command
         self.files = 0
         self.crashes = 0
@@ -63,17 +65,14 @@ class Home:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
-    from episodic.service.runtime import reset_runtimes
-
     root = tmp_path_factory.mktemp("hostile-cli")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("EPISODIC_HOME", str(root / "home"))
         mp.setenv("EPISODIC_EMBEDDER", "hash")
         mp.setenv("EPISODIC_LLM", "offline")
-        reset_runtimes()
         h = Home(root)
-        yield h
-        reset_runtimes()
+        with h.memory:
+            yield h
     record("hostile", files=h.files, inputs_tried=h.tried, crashes=h.crashes)
 
 
