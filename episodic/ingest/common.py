@@ -27,6 +27,7 @@ MAX_ID_CHARS = 512
 # before 1970 or more than a day ahead of now is a broken clock, not an event
 MIN_TS = datetime(1970, 1, 1, tzinfo=UTC)
 FUTURE_SLACK = timedelta(days=1)
+MAX_EPOCH = 253_402_300_799  # 9999-12-31T23:59:59Z, the last second a datetime holds
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _NEWLINES = re.compile(r"\r\n?")
@@ -118,6 +119,8 @@ def decode_json(raw: bytes) -> tuple[Any, str | None]:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         return None, f"invalid JSON: {e.msg} at col {e.colno}"
+    except ValueError as e:  # an integer literal past Python's digit limit
+        return None, f"invalid JSON: {str(e)[:80]}"
     except RecursionError:
         return None, f"nesting deeper than {MAX_DEPTH} levels"
     reason = check_tree(obj)
@@ -158,6 +161,10 @@ def parse_ts(value: Any, now: datetime) -> tuple[datetime | None, str | None]:
             except OverflowError:
                 return None, f"timestamp {value[:40]!r} is out of range"
             return _in_range(ts, now)
+    if isinstance(value, int) and not -MAX_EPOCH <= value <= MAX_EPOCH:
+        # compared as integers: a 309-digit one would overflow a float
+        hint = " (milliseconds? expected seconds)" if 0 < value < 1000 * MAX_EPOCH else ""
+        return None, f"epoch timestamp is out of range (past year 9999){hint}"
     if isinstance(value, int | float):
         if not math.isfinite(value):
             return None, "timestamp is not a finite number"
@@ -257,8 +264,12 @@ class Context:
         *,
         label: str | None = None,
     ) -> Rejected:
-        """A refused record; `label` names it where a line number would mislead."""
+        """A refused record, quarantined under the user and stream it was sent
+        for (the caller's `--user`/`--stream`, else the defaults a turn of it
+        would have got); `label` names it where a line number would mislead."""
         self.stats.rejected += 1
+        user_id = user_id or self.opts.user_id or "default"
+        stream_id = stream_id or self.opts.stream_id or self.stem
         full = f"{label or f'line {line_no}'}: {reason}"
         if len(self.stats.first_reasons) < 10:
             self.stats.first_reasons.append(full)

@@ -33,10 +33,17 @@ def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
 
 
 def record(
-    ctx: Context, line_no: int, raw: bytes, obj: Any, position: str | None, label: str | None = None
+    ctx: Context,
+    line_no: int,
+    raw: bytes,
+    obj: Any,
+    position: str | None,
+    label: str | None = None,
+    arrival: str = "",
 ) -> TurnIn | Rejected:
-    """One generic record as a turn, or why not. `position` None (objects, not
-    lines): the record's `id` names it, else its content."""
+    """One generic record as a turn, or why not. A record's `id` names it on
+    every path (files, capture, API, MCP). `position` None (objects, not
+    lines): without an id, its content, or with no time either, its `arrival`."""
     if not isinstance(obj, dict):
         why = f"expected a JSON object, got {type(obj).__name__}"
         return ctx.reject(line_no, raw, why, label=label)
@@ -46,16 +53,20 @@ def record(
     if meta is not None and not isinstance(meta, dict):
         why = f"meta must be an object, got {type(meta).__name__}"
         return ctx.reject(line_no, raw, why, label=label)
-    native = obj.get("id") if position is None else None
+    native = obj.get("id")
+    if isinstance(native, int) and not isinstance(native, bool):
+        native = str(native)  # a numeric message id names the record as well
     if native is not None and not (isinstance(native, str) and 0 < len(native.strip()) <= 512):
         why = "id must be a non-blank string of at most 512 chars"
         return ctx.reject(line_no, raw, why, label=label)
     text = obj.get("text", obj.get("content"))
     ts = obj.get("ts", obj.get("timestamp"))
     if position is None:
-        position = native or "c:" + stable_id(
-            "record", json.dumps([obj.get("role"), text, ts], default=str)
-        )
+        content = "c:" + stable_id("record", json.dumps([obj.get("role"), text, ts], default=str))
+        # with neither an id nor a time, only arrival tells a second "yes" from
+        # the first: the receipt time and the place in its batch (a retry of
+        # such a record is stored again; send an `id` to make retries safe)
+        position = native or (content if ts not in (None, "") else f"{content}@{arrival}#{line_no}")
     return ctx.turn(
         line_no=line_no,
         raw=raw,
@@ -94,7 +105,7 @@ def parse_objects(
         if why:
             out.append(ctx.reject(i, raw, why, user_id, label=f"item {i}"))
             continue
-        item = record(ctx, i, raw, obj, None, label=f"item {i}")
+        item = record(ctx, i, raw, obj, None, label=f"item {i}", arrival=now.isoformat())
         if isinstance(item, Rejected) and not item.user_id:
             item = item.model_copy(update={"user_id": user_id})  # quarantined under the tenant
         out.append(item)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from episodic.ingest.common import raw_of
 from episodic.ingest.jsonl import parse_objects
 from episodic.models import Rejected, TurnIn, now_utc
 from storage.raw import RawLog
@@ -125,11 +126,44 @@ def accept(
         default_stream=default_stream,
         max_turn_chars=max_turn_chars,
     )
-    turns = [t for t in items if isinstance(t, TurnIn)]
-    rejects = [r for r in items if isinstance(r, Rejected)]
+    turns, rejects = _one_text_per_id(writer.raw, user_id, list(objs), items)
     out = Outcome(rejected=[(r.line_no, r.reason) for r in rejects])
     out.accepted, out.duplicates = writer.write(turns)
     out.turn_ids = [t.turn_id for t in turns]
     if rejects:
         writer.raw.quarantine(rejects)
     return out
+
+
+def _one_text_per_id(
+    raw: RawLog, user_id: str, objs: list[Any], items: list[TurnIn | Rejected]
+) -> tuple[list[TurnIn], list[Rejected]]:
+    """The turns to write and the refusals, in order. A client id already used
+    for other text (earlier in the batch, or stored) is a conflict, refused
+    and quarantined, never counted as a duplicate of what it contradicts."""
+    named = [t.turn_id for t in items if isinstance(t, TurnIn) and t.native_id]
+    stored = {t.turn_id: t.text for t in raw.by_ids(user_id, named)} if named else {}
+    turns: list[TurnIn] = []
+    rejects: list[Rejected] = []
+    for i, item in enumerate(items):
+        if isinstance(item, Rejected):
+            rejects.append(item)
+            continue
+        other = stored.get(item.turn_id)
+        if other is not None and other != item.text:
+            rejects.append(
+                Rejected(
+                    user_id=user_id,
+                    stream_id=item.stream_id,
+                    source=item.source,
+                    line_no=i,
+                    reason=f"item {i}: conflict: id {item.native_id[:80]!r} is already "
+                    "stored with other text (kept, not replaced)",
+                    raw=raw_of(objs[i]),
+                )
+            )
+            continue
+        if item.native_id:
+            stored.setdefault(item.turn_id, item.text)
+        turns.append(item)
+    return turns, rejects
