@@ -11,12 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.consolidate import consolidate
-from episodic.service.runtime import use_runtime
-from tests.integration.helpers import settings_at, synthetic_stream, write_jsonl
+from tests.integration.cli_support import cli_home
+from tests.integration.helpers import synthetic_stream, write_jsonl
 
 COMMANDS = [
-    ["status"], ["ingest"], ["consolidate"], ["episodes"], ["facts"], ["doctor"],
-    ["rejected"], ["export"], ["import"], ["plot"], ["eval", "segment"], ["eval", "locomo"],
+    ["status"], ["ingest"], ["consolidate"], ["episodes"], ["episode"], ["facts"], ["history"],
+    ["search"], ["reflections"], ["doctor"], ["rejected"], ["export"], ["import"], ["plot"],
+    ["eval", "segment"], ["eval", "locomo"], ["keys", "create"], ["capture", "jsonl"],
 ]  # fmt: skip
 
 
@@ -32,7 +33,9 @@ def test_flags_show_as_flags_in_help(columns: str) -> None:
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_no_lance_deprecation_warning(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_no_lance_deprecation_warning(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from episodic.adapters.cli.main import app
 
     def says(stream: str, ts: str, *texts: str) -> list[dict[str, str]]:
@@ -45,14 +48,14 @@ def test_no_lance_deprecation_warning(tmp_path: Path, capfd: pytest.CaptureFixtu
     turns = synthetic_stream("u1", "s2") + says("s2", "2025-03-09T09:00:00+00:00",
                                                 "I moved to Berlin.", "I use vim.")  # fmt: skip
     second = write_jsonl(tmp_path / "b.jsonl", turns)
-    with use_runtime(settings_at(tmp_path / "h")) as rt:
-        CliRunner().invoke(app, ["ingest", str(first), "--json"])
-        consolidate(flush=True)
-        rt.store.ensure_indexes()  # full-text indexes on episodes and facts now
-        assert rt.store.has_fts("facts")
-        CliRunner().invoke(app, ["ingest", str(second), "--json"])
-        consolidate(flush=True)  # fact merge looks candidates up by text too
-        res = CliRunner().invoke(app, ["search", "Paris deploy", "--user", "u1", "--json"])
-        assert res.exit_code == 0 and json.loads(res.stdout)
+    m = cli_home(monkeypatch, tmp_path / "h")
+    CliRunner().invoke(app, ["ingest", str(first), "--json"])
+    consolidate(flush=True, memory=m)
+    m.rt.store.ensure_indexes()  # full-text indexes on episodes and facts now
+    assert m.rt.store.has_fts("facts")
+    CliRunner().invoke(app, ["ingest", str(second), "--json"])
+    consolidate(flush=True, memory=m)  # fact merge looks candidates up by text too
+    res = CliRunner().invoke(app, ["search", "Paris deploy", "--user", "u1", "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)
     err = capfd.readouterr().err
     assert "lance::dataset::scanner" not in err and "Deprecation warning" not in err
