@@ -11,9 +11,12 @@ JSON 4xx (`{"detail": ...}`); keys are never logged.
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -76,10 +79,28 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 Id = Annotated[str, Path(min_length=1, max_length=128)]
 
 
-def create_app(memory: Memory) -> FastAPI:
-    """The API over `memory`: one service call per route. The caller owns the
-    memory (and closes it); `POST /v1/consolidate` uses the memory's runner."""
-    app = FastAPI(title="episodic", version=API_VERSION, description=__doc__, responses=ERRORS)
+def create_app(memory: Memory, *, owns_memory: bool = False) -> FastAPI:
+    """The API over `memory`: one service call per route; `POST /v1/consolidate`
+    uses the memory's runner. With `owns_memory` the app closes the memory as
+    it shuts down (its recall bookkeeping written before the process goes:
+    uvicorn ends on SIGTERM by re-raising it, which runs no `finally`);
+    otherwise the caller closes it."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if owns_memory:
+                await anyio.to_thread.run_sync(memory.close)
+
+    app = FastAPI(
+        title="episodic",
+        version=API_VERSION,
+        description=__doc__,
+        responses=ERRORS,
+        lifespan=lifespan,
+    )
     app.state.memory = memory
 
     @app.exception_handler(RequestValidationError)
@@ -180,6 +201,6 @@ def serve_api(host: str, port: int) -> None:
 
     runner = run_deployment if os.environ.get("PREFECT_API_URL") else run_flow
     with Memory(runner=runner) as memory:
-        app = BodyLimit(create_app(memory))
+        app = BodyLimit(create_app(memory, owns_memory=True))
         # access log off: a URL could carry a key a client put in the wrong place
         uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")
