@@ -1,10 +1,11 @@
-"""`episodic mcp` through the SDK's own stdio client: tools listed, remember
-twice (idempotent), recall finds what was consolidated, facts and episodes
-answer, and the user is the server's, not an argument's."""
+"""The MCP face. In process (the SDK's client on the server object): each
+tool is one Memory call answering its views, a refusal reaches the client
+with its reason, the user is the server's. Over stdio (`episodic mcp`, the
+SDK's stdio client): tools listed, remember twice (idempotent), then recall,
+facts and episodes on a consolidated store answer what the store holds."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,25 +15,87 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.integration.api_support import ROOT, cli_env, run_cli
-from tests.integration.helpers import synthetic_stream
+from episodic.adapters.mcp.server import build_server
+from tests.integration.api_support import CLI, ROOT, cli_env, mcp_calls, tool_data, tool_error
+from tests.integration.helpers import make_memory, synthetic_stream
 
-pytestmark = pytest.mark.slow
+
+def _turns(user: str) -> list[dict[str, Any]]:
+    """Four topics, then where the user lives and moves to (facts), then a
+    closing turn a day later."""
+    turns = synthetic_stream(user=user, stream="s1", gap_minutes=45)
+    turns += [
+        {"user_id": user, "stream_id": "s1", "role": "user", "text": text, "ts": ts}
+        for text, ts in (
+            ("I live in Paris.", "2025-03-02T09:00:00+00:00"),
+            ("I moved to Berlin.", "2025-03-09T09:00:00+00:00"),
+            ("See you tomorrow.", "2025-03-10T09:00:00+00:00"),
+        )
+    ]
+    return turns
+
+
+def test_refusals_reach_the_client_with_their_reason(tmp_path: Path) -> None:
+    server = build_server("u1", make_memory(tmp_path / "home"))
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("recall", {"query": "x", "k": 0}),
+        ("recall", {"query": "x", "k": 101}),
+        ("recall", {"query": "   "}),
+        ("episodes", {"recent": 0}),
+        ("facts", {"as_of": "yesterday"}),
+        ("remember", {"turns": [{"role": "user", "text": "x"}] * 1001}),
+    ]
+    said = []
+    for (name, _), result in zip(calls, mcp_calls(server, calls), strict=True):
+        # the SDK names the tool; a crash would say no more than that
+        head, _, reason = tool_error(result).partition(": ")
+        assert head == f"Error executing tool {name}" and reason, result
+        said.append(reason)
+    assert said[:4] == [
+        "k must be between 1 and 100, got 0",
+        "k must be between 1 and 100, got 101",
+        "query is empty",
+        "recent must be between 1 and 1000, got 0",
+    ]
+    assert "yesterday" in said[4] and "isoformat" in said[4]
+    assert said[5] == "at most 1000 turns per call, got 1001"
+
+
+def test_tools_are_the_memory_calls_for_the_server_user(tmp_path: Path) -> None:
+    memory = make_memory(tmp_path / "home")
+    turns = synthetic_stream(user="alice", stream="s1", gap_minutes=45)  # names alice: ignored
+    server = build_server("mcp-user", memory)
+    first, second, facts, episodes = mcp_calls(
+        server,
+        [
+            ("remember", {"turns": turns}),
+            ("remember", {"turns": turns}),
+            ("facts", {}),
+            ("episodes", {"recent": 10}),
+        ],
+    )
+    receipt = tool_data(first)
+    assert receipt["accepted"] == len(turns) and receipt["rejected"] == []
+    again = tool_data(second)
+    assert (again["accepted"], again["duplicates"]) == (0, len(turns))
+    assert again["turn_ids"] == receipt["turn_ids"]
+    stored = memory.rt.raw.by_ids("mcp-user", receipt["turn_ids"])
+    assert len(stored) == len(turns) and {t.source for t in stored} == {"mcp"}
+    assert memory.rt.raw.by_ids("alice", receipt["turn_ids"]) == []
+    assert tool_data(facts) == {"facts": []} and tool_data(episodes) == {"episodes": []}
+    # turns only: no score part depends on the clock, so the hits are equal
+    expected = [h.as_json() for h in memory.search("mcp-user", "helm staging", k=4, record=False)]
+    [recall] = mcp_calls(server, [("recall", {"query": "helm staging", "k": 4})])
+    assert expected and tool_data(recall) == {"hits": expected}
 
 
 def _data(result: Any) -> dict[str, Any]:
-    assert not result.is_error, result
-    if result.structured_content is not None:
-        return dict(result.structured_content)
-    return dict(json.loads(result.content[0].text))
+    return tool_data(result)
 
 
 async def _session(home: Path, user: str, work: Any) -> Any:
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-c", "from episodic.adapters.cli.main import main; main()", "mcp", "--user", user],
-        env=cli_env(home),
-        cwd=str(ROOT),
+        command=CLI[0], args=[*CLI[1:], "mcp", "--user", user], env=cli_env(home), cwd=str(ROOT)
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -40,9 +103,12 @@ async def _session(home: Path, user: str, work: Any) -> Any:
             return await work(session)
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
 def test_mcp_tools_over_stdio(tmp_path: Path) -> None:
+    assert CLI[0] == sys.executable
     home = tmp_path / "home"
-    turns = synthetic_stream(user="someone-else", stream="s1", gap_minutes=45)
+    turns = _turns("someone-else")
 
     async def remember(session: ClientSession) -> tuple[set[str], Any, Any]:
         names = {t.name for t in (await session.list_tools()).tools}
@@ -54,23 +120,27 @@ def test_mcp_tools_over_stdio(tmp_path: Path) -> None:
     assert {"remember", "recall", "facts", "episodes"} <= names
     assert (first["accepted"], second["duplicates"]) == (len(turns), len(turns))
 
-    out = run_cli(home, "consolidate", "--user", "mcp-user", "--json")
-    assert out.returncode == 0, out.stderr
+    memory = make_memory(home)
+    memory.consolidate("mcp-user", flush=True)
+    # read before the session: its recall bumps the facts' recall counts
+    expected_facts = [f.as_json() for f in memory.facts("mcp-user")]
+    expected_eps = [e.as_json() for e in memory.episodes("mcp-user")][::-1]
+    assert any("Berlin" in f["text"] for f in expected_facts)
 
-    async def read(session: ClientSession) -> tuple[Any, Any, Any]:
-        hits = _data(await session.call_tool("recall", {"query": "helm staging deploy", "k": 3}))
-        eps = _data(await session.call_tool("episodes", {"recent": 5}))
+    async def read(session: ClientSession) -> tuple[Any, Any, Any, Any]:
         facts = _data(await session.call_tool("facts", {}))
+        eps = _data(await session.call_tool("episodes", {"recent": 5}))
         every = _data(await session.call_tool("episodes", {"recent": 1000}))
-        return hits, eps, facts, every
+        hits = _data(await session.call_tool("recall", {"query": "helm staging deploy", "k": 3}))
+        return facts, eps, every, hits
 
-    hits, eps, facts, every = anyio.run(_session, home, "mcp-user", read)
-    assert hits["hits"] and any("helm" in h["text"] for h in hits["hits"])
+    facts, eps, every, hits = anyio.run(_session, home, "mcp-user", read)
+    assert facts == {"facts": expected_facts}
+    assert every == {"episodes": expected_eps} and eps == {"episodes": expected_eps[:5]}
+    assert 0 < len(hits["hits"]) <= 3 and any("helm" in h["text"] for h in hits["hits"])
     # the shipped search: a turn hit comes with its neighbours and its episode
     turn = next(h for h in hits["hits"] if h["kind"] == "turn")
-    assert turn["turns"] and turn["episode_id"] in {e["episode_id"] for e in every["episodes"]}
-    assert 1 <= len(eps["episodes"]) <= 5
-    assert isinstance(facts["facts"], list)
+    assert turn["turns"] and turn["episode_id"] in {e["episode_id"] for e in expected_eps}
 
     async def other(session: ClientSession) -> Any:
         return _data(await session.call_tool("recall", {"query": "helm staging deploy", "k": 3}))
