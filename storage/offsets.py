@@ -1,11 +1,14 @@
 """Capture offsets: per (user, file), how many bytes of a growing transcript
-have been appended to raw. Written only after the append committed, so a
-crash in between sends those lines again, and raw dedup absorbs them."""
+have been appended to raw, and a fingerprint of the bytes just before that
+offset (a rewritten file no longer matches it). Written only after the append
+committed, so a crash in between sends those lines again, and raw dedup
+absorbs them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import pyarrow as pa
 
@@ -27,6 +30,7 @@ def schema() -> pa.Schema:
             ("offset", pa.int64()),
             ("line", pa.int64()),  # the line number that begins at `offset`
             ("updated_at", pa.timestamp("us")),
+            ("fingerprint", pa.string()),  # of the bytes before `offset`
         ]
     )
 
@@ -38,27 +42,43 @@ class Offset:
     offset: int
     line: int
     updated_at: datetime | None
+    fingerprint: str = ""
 
 
 class Offsets:
     def __init__(self, store: Store) -> None:
         self.table = open_table(store, TABLE, schema())
+        if "fingerprint" not in self.table.schema.names:  # a store from before fingerprints
+            self.table.add_columns({"fingerprint": "''"})
 
     @staticmethod
     def key(user_id: str, path: str) -> str:
         return stable_id("capture", user_id, path)
 
-    def get(self, user_id: str, path: str) -> tuple[int, int]:
-        """(byte offset, its line number); (0, 1) when none is stored: the whole file again."""
+    def get(self, user_id: str, path: str) -> Offset:
+        """The stored offset; offset 0, line 1 when none is stored: the whole file again."""
         rows = (
             self.table.search()
             .where(filters.user(user_id) & filters.eq("key", self.key(user_id, path)))
             .limit(2)
             .to_list()
         )
-        return (int(rows[0]["offset"]), int(rows[0]["line"])) if rows else (0, 1)
+        if not rows:
+            return Offset(user_id, path, 0, 1, None)
+        return self._offset(rows[0])
 
-    def set(self, user_id: str, path: str, offset: int, line: int) -> None:
+    @staticmethod
+    def _offset(r: dict[str, Any]) -> Offset:
+        return Offset(
+            str(r["user_id"]),
+            str(r["path"]),
+            int(r["offset"]),
+            int(r["line"]),
+            to_aware(r["updated_at"]),
+            str(r.get("fingerprint") or ""),
+        )
+
+    def set(self, user_id: str, path: str, offset: int, line: int, fingerprint: str = "") -> None:
         if offset < 0 or line < 1:
             raise ValueError(f"offset must be >= 0 and line >= 1, got {offset}, {line}")
         row = {
@@ -68,6 +88,7 @@ class Offsets:
             "offset": offset,
             "line": line,
             "updated_at": to_naive(now_utc()),
+            "fingerprint": fingerprint,
         }
         data = pa.Table.from_pylist([row], schema=schema())
         (
@@ -84,9 +105,4 @@ class Offsets:
 
     def list(self, user_id: str) -> list[Offset]:
         rows = self.table.search().where(filters.user(user_id)).limit(1_000_000).to_list()
-        return [
-            Offset(
-                r["user_id"], r["path"], int(r["offset"]), int(r["line"]), to_aware(r["updated_at"])
-            )
-            for r in rows
-        ]
+        return [self._offset(r) for r in rows]

@@ -2,21 +2,27 @@
 offset, then store the new offset. The offset is written after the append
 commits; losing it (or a crash in between) sends lines again, which raw's
 turn-id dedup makes harmless. Only whole lines are read: a line the agent is
-still writing waits for the next capture. A file shorter than its offset was
-rewritten: it is read again from the start."""
+still writing waits for the next capture. A file shorter than its offset, or
+whose bytes before the offset no longer match their stored fingerprint, was
+rewritten or replaced: it is read again from the start. Only regular files
+are read: a FIFO or a device would block the agent's hook."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from episodic.errors import IngestError
 from episodic.service.ingest import ingest_file
 from storage.offsets import Offsets
 from storage.raw import RawLog
 
 BLOCK = 1 << 16
+PRINT = 4096  # bytes before the offset whose hash tells a grown file from a rewritten one
 
 
 @dataclass
@@ -51,6 +57,28 @@ def last_line_end(path: Path, start: int, size: int) -> int:
     return start
 
 
+def fingerprint(path: Path, offset: int) -> str:
+    """A hash of the (up to) PRINT bytes before `offset`, and of how many."""
+    lo = max(0, offset - PRINT)
+    with path.open("rb") as f:
+        f.seek(lo)
+        data = f.read(offset - lo)
+    return hashlib.sha256(str(offset).encode() + b":" + data).hexdigest()[:32]
+
+
+def regular_file(path: Path) -> tuple[Path, int]:
+    """The resolved path of a regular file and its size, else IngestError
+    (checked by stat, which never blocks on a FIFO)."""
+    try:
+        resolved = Path(path).resolve()
+        st = os.stat(resolved)
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise IngestError(repr(str(path))[1:-1], f"cannot read: {e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise IngestError(str(resolved), "not a regular file (a FIFO, device or directory)")
+    return resolved, st.st_size
+
+
 def count_lines(path: Path, start: int, end: int) -> int:
     n = 0
     with path.open("rb") as f:
@@ -77,11 +105,13 @@ def capture_file(
 ) -> CaptureReport:
     """`user_id` owns the offset; it is also every turn's user unless
     `override_user` is False (a generic file naming its users per line)."""
-    path = Path(path).resolve()
+    path, size = regular_file(path)
     key = str(path)
-    start, line = offsets.get(user_id, key)
-    size = os.stat(path).st_size
-    restarted = start > size
+    stored = offsets.get(user_id, key)
+    start, line = stored.offset, stored.line
+    restarted = start > size or (
+        start > 0 and bool(stored.fingerprint) and fingerprint(path, start) != stored.fingerprint
+    )
     if restarted:
         start, line = 0, 1
     end = last_line_end(path, start, size)
@@ -96,7 +126,8 @@ def capture_file(
         window=(start, line, end),
     )
     lines = count_lines(path, start, end)
-    offsets.set(user_id, key, end, line + lines)  # after the append: never ahead of raw
+    # after the append: never ahead of raw
+    offsets.set(user_id, key, end, line + lines, fingerprint(path, end))
     return CaptureReport(
         path=key,
         start=start,
