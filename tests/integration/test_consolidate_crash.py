@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from flows.consolidate import consolidate
 from episodic import crashpoints
+from episodic.adapters.embedded import Memory
 from episodic.crashpoints import InjectedCrash
-from episodic.service.runtime import Runtime, reset_runtimes
+from flows.consolidate import consolidate
 from tests.integration.crash_support import arm, count_hits, rerun
-from tests.integration.facts_support import Say, ingest, runtime_for, snapshot
+from tests.integration.facts_support import Say, ingest, memory_for, snapshot
 from tests.integration.helpers import TOPICS
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -81,9 +81,9 @@ def workload() -> list[Say]:
     return says
 
 
-def _ingest(rt: Runtime, source: Path) -> None:
+def _ingest(memory: Memory, source: Path) -> None:
     # turn ids hash the source path: every run ingests the same file
-    assert ingest(rt, source, workload()).accepted == len(workload())
+    assert ingest(memory.rt, source, workload()).accepted == len(workload())
 
 
 @pytest.fixture(scope="module")
@@ -93,11 +93,10 @@ def baseline(
     """The uninterrupted run, and how often it passes `after_checkpoint`."""
     tmp = tmp_path_factory.mktemp("baseline")
     with pytest.MonkeyPatch.context() as mp:
-        rt = runtime_for("offline", tmp / "home", mp, **SETTINGS)
-        _ingest(rt, tmp / "turns.jsonl")
-        checkpoints = count_hits(mp, USER)
-        snap = snapshot(rt, USER)
-    reset_runtimes()
+        memory = memory_for("offline", tmp / "home", mp, **SETTINGS)
+        _ingest(memory, tmp / "turns.jsonl")
+        checkpoints = count_hits(memory, mp, USER)
+        snap = snapshot(memory.rt, USER)
     yield snap, checkpoints, tmp / "turns.jsonl"
 
 
@@ -119,24 +118,25 @@ def test_crash_then_rerun_equals_uninterrupted(
 ) -> None:
     expected, checkpoints, source = baseline
     nth = checkpoints if nth < 0 else nth
-    rt = runtime_for("offline", tmp_path / "home", monkeypatch, **SETTINGS)
-    _ingest(rt, source)
+    memory = memory_for("offline", tmp_path / "home", monkeypatch, **SETTINGS)
+    rt = memory.rt
+    _ingest(memory, source)
     arm(monkeypatch, point, nth)
     crashed = False
     try:
-        consolidate(user=USER, flush=True)
+        consolidate(user=USER, flush=True, memory=memory)
     except InjectedCrash:
         crashed = True
     assert crashpoints._hits.get(point, 0) >= nth  # the crash really fired
     assert crashed or point not in UNRETRIED
     if crashed:
         assert snapshot(rt, USER) != expected  # the crash left work undone
-    got = rerun(rt, monkeypatch, USER)
+    got = rerun(memory, monkeypatch, USER)
     assert got["episodes"] == expected["episodes"]
     assert got["checkpoints"] == expected["checkpoints"]
     assert got["facts"] == expected["facts"]
     assert got["history"] == expected["history"]
     # and a further poll finds nothing left to do
-    again = consolidate(user=USER, flush=True)
+    again = consolidate(user=USER, flush=True, memory=memory)
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
     assert snapshot(rt, USER) == expected

@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
+from episodic.adapters.embedded import Memory
 from episodic.bench.streams import USER, stream_turns
-from flows.consolidate import consolidate
 from episodic.crashpoints import InjectedCrash
-from episodic.service.runtime import Runtime, reset_runtimes
+from episodic.service.runtime import Runtime
 from episodic.service.segment import poll_stream
+from flows.consolidate import consolidate
 from tests.integration.crash_support import arm, count_hits, rerun
-from tests.integration.facts_support import runtime_for, snapshot
+from tests.integration.facts_support import memory_for, snapshot
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -43,12 +44,13 @@ def test_commits_per_poll_do_not_grow_with_streams(
     streams: int, batch: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One commit per table per wave; a wave holds `batch_turns` turns."""
-    rt = runtime_for("offline", tmp_path / "home", monkeypatch, batch_turns=batch)
+    memory = memory_for("offline", tmp_path / "home", monkeypatch, batch_turns=batch)
+    rt = memory.rt
     rt.raw.append(stream_turns(streams, 3))
     before = _versions(rt)
-    first = consolidate(user=USER)
+    first = consolidate(user=USER, memory=memory)
     rt.raw.append(stream_turns(streams, 3, first=3, tag="b"))
-    second = consolidate(user=USER, flush=True)
+    second = consolidate(user=USER, flush=True, memory=memory)
     after = _versions(rt)
     assert first["turns_processed"] == second["turns_processed"] == 3 * streams
     waves = -(-streams // (batch // 3))  # per poll: whole 3-turn slices to a wave
@@ -73,16 +75,16 @@ def test_one_poll_over_all_streams_equals_a_poll_per_stream(
     ids = [f"stream-{s:05d}" for s in range(streams)]
     got = []
     for mode in ("waves", "alone"):
-        rt = runtime_for("offline", tmp_path / mode, monkeypatch, batch_turns=50)
+        memory = memory_for("offline", tmp_path / mode, monkeypatch, batch_turns=50)
+        rt = memory.rt
         rt.raw.append(stream_turns(streams, 4))
         rt.raw.append(stream_turns(streams, 5, first=4, tag="b"))
         if mode == "waves":
-            consolidate(user=USER, flush=True)
+            consolidate(user=USER, flush=True, memory=memory)
         else:
             for sid in ids:
                 poll_stream(rt, USER, sid, head_seq=8, flush=True)
         got.append((_episodes(rt), snapshot(rt, USER)["checkpoints"]))
-        reset_runtimes()
     assert got[0] == got[1]
     assert len({e[1] for e in got[0][0]}) == streams
 
@@ -102,25 +104,25 @@ CRASH_POINTS = [
 IDLE_POINTS = [("before_episodes", 1), ("after_episodes", 1), ("after_checkpoint", 1)]
 
 
-def _crash_workload(rt: Runtime) -> None:
-    rt.raw.append(stream_turns(12, 5))
+def _crash_workload(memory: Memory) -> None:
+    memory.rt.raw.append(stream_turns(12, 5))
 
 
 def _run_once(
-    factory: pytest.TempPathFactory, run: Callable[[Runtime, pytest.MonkeyPatch], Any]
+    factory: pytest.TempPathFactory, run: Callable[[Memory, pytest.MonkeyPatch], Any]
 ) -> tuple[dict[str, Any], Any]:
     """`run` on a fresh store with CRASH_SETTINGS: the store after, and what run returned."""
     with pytest.MonkeyPatch.context() as mp:
-        rt = runtime_for("offline", factory.mktemp("streams") / "home", mp, **CRASH_SETTINGS)
-        out = run(rt, mp)
-        snap = snapshot(rt, USER)
-    reset_runtimes()
+        home = factory.mktemp("streams") / "home"
+        memory = memory_for("offline", home, mp, **CRASH_SETTINGS)
+        out = run(memory, mp)
+        snap = snapshot(memory.rt, USER)
     return snap, out
 
 
-def _counted(rt: Runtime, mp: pytest.MonkeyPatch) -> int:
-    _crash_workload(rt)
-    return count_hits(mp, USER)
+def _counted(memory: Memory, mp: pytest.MonkeyPatch) -> int:
+    _crash_workload(memory)
+    return count_hits(memory, mp, USER)
 
 
 @pytest.fixture(scope="module")
@@ -131,36 +133,40 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.fixture
-def rt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runtime:
-    return runtime_for("offline", tmp_path / "home", monkeypatch, **CRASH_SETTINGS)
+def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Memory:
+    return memory_for("offline", tmp_path / "home", monkeypatch, **CRASH_SETTINGS)
 
 
 @pytest.mark.parametrize(("point", "nth"), CRASH_POINTS, ids=str)
 def test_crash_inside_a_wave_then_rerun_equals_uninterrupted(
-    point: str, nth: int, baseline: dict[str, Any], rt: Runtime, monkeypatch: pytest.MonkeyPatch
+    point: str,
+    nth: int,
+    baseline: dict[str, Any],
+    memory: Memory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _crash_workload(rt)
+    _crash_workload(memory)
     arm(monkeypatch, point, nth)
     with pytest.raises(InjectedCrash):
-        consolidate(user=USER, flush=True)
-    assert snapshot(rt, USER) != baseline
-    assert rerun(rt, monkeypatch, USER) == baseline
-    again = consolidate(user=USER, flush=True)
+        consolidate(user=USER, flush=True, memory=memory)
+    assert snapshot(memory.rt, USER) != baseline
+    assert rerun(memory, monkeypatch, USER) == baseline
+    again = consolidate(user=USER, flush=True, memory=memory)
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
 
 
-def _read_then_flush(rt: Runtime, flush: Any = None) -> None:
+def _read_then_flush(memory: Memory, flush: Any = None) -> None:
     """A poll that reads every turn (the episodes stay open: no turn is idle
     yet), then `flush` (default: a flushing poll) closes them."""
-    _crash_workload(rt)
-    first = consolidate(user=USER)
+    _crash_workload(memory)
+    first = consolidate(user=USER, memory=memory)
     assert first["turns_processed"] == 60 and first["open_turns"] > 0
-    (flush or (lambda: consolidate(user=USER, flush=True)))()
+    (flush or (lambda: consolidate(user=USER, flush=True, memory=memory)))()
 
 
 @pytest.fixture(scope="module")
 def uninterrupted_two_polls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _run_once(tmp_path_factory, lambda rt, mp: _read_then_flush(rt))[0]
+    return _run_once(tmp_path_factory, lambda m, mp: _read_then_flush(m))[0]
 
 
 @pytest.mark.parametrize(("point", "nth"), IDLE_POINTS, ids=str)
@@ -168,17 +174,17 @@ def test_crash_while_closing_idle_streams_then_rerun_equals_uninterrupted(
     point: str,
     nth: int,
     uninterrupted_two_polls: dict[str, Any],
-    rt: Runtime,
+    memory: Memory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def crashing_flush() -> None:
         arm(monkeypatch, point, nth)
         with pytest.raises(InjectedCrash):
-            consolidate(user=USER, flush=True)
+            consolidate(user=USER, flush=True, memory=memory)
 
-    _read_then_flush(rt, crashing_flush)
-    assert snapshot(rt, USER) != uninterrupted_two_polls
-    assert rerun(rt, monkeypatch, USER) == uninterrupted_two_polls
+    _read_then_flush(memory, crashing_flush)
+    assert snapshot(memory.rt, USER) != uninterrupted_two_polls
+    assert rerun(memory, monkeypatch, USER) == uninterrupted_two_polls
 
 
 def test_200_short_streams_cost_at_most_3x_one_stream_of_600_turns(
@@ -190,12 +196,11 @@ def test_200_short_streams_cost_at_most_3x_one_stream_of_600_turns(
     commits each."""
     seconds: dict[str, float] = {}
     for name, (n, k) in (("one", (1, 600)), ("many", (200, 3))):
-        rt = runtime_for("offline", tmp_path / name, monkeypatch)
-        rt.raw.append(stream_turns(n, k))
-        consolidate(user="nobody")  # the flow machinery warm for both
+        memory = memory_for("offline", tmp_path / name, monkeypatch)
+        memory.rt.raw.append(stream_turns(n, k))
+        consolidate(user="nobody", memory=memory)  # the flow machinery warm for both
         t0 = time.perf_counter()
-        res = consolidate(user=USER, flush=True)
+        res = consolidate(user=USER, flush=True, memory=memory)
         seconds[name] = time.perf_counter() - t0
         assert res["turns_processed"] == 600
-        reset_runtimes()
     assert seconds["many"] <= 3.0 * seconds["one"], seconds
