@@ -3,8 +3,16 @@
 The graph is exported locally from the packaged weights (never from a hub)
 on first use and cached under `EPISODIC_HOME/models`; later loads need neither
 torch nor transformers. Mean pooling over the attention mask and L2
-normalisation, as sentence-transformers does for this model. Texts are sorted
-by length before batching so that padding stays small."""
+normalisation, as sentence-transformers does for this model.
+
+Batch-invariant: dynamic int8 quantization computes each activation's scale
+over the whole input tensor, so in a batch a turn's vector would depend on its
+batch-mates (and on their padding), and a query embedded alone would be scaled
+differently from the turns it is compared with. Each text therefore runs in a
+batch of its own, unpadded: its vector is a function of its text alone, so the
+same stream gives the same vectors, and the same episodes, whether it arrives
+in one poll or in many (tests/unit/test_segment_embed_invariance.py). The cost
+is throughput (docs/segmentation.md, "Batch-invariant embedding")."""
 
 from __future__ import annotations
 
@@ -89,6 +97,8 @@ class OnnxInt8Embedder:
     dim = 384
 
     def __init__(self, batch_size: int = 64, model_dir: Path | None = None) -> None:
+        # `batch_size` is kept for the callers' signature: every text runs alone
+        # (batch-invariance, see the module docstring)
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.batch_size = batch_size
@@ -109,7 +119,7 @@ class OnnxInt8Embedder:
             )
             tok = Tokenizer.from_file(str(weights_path() / "tokenizer.json"))
             tok.enable_truncation(MAX_TOKENS)
-            tok.enable_padding(pad_id=0, pad_token="[PAD]")
+            tok.no_padding()  # the file pads to 128; each text runs alone, unpadded
             self._tokenizer = tok
         return self._session, self._tokenizer
 
@@ -119,16 +129,15 @@ class OnnxInt8Embedder:
         if not keep:
             return out
         session, tok = self._load()
-        keep.sort(key=lambda i: len(texts[i]))
-        for b in range(0, len(keep), self.batch_size):
-            idx = keep[b : b + self.batch_size]
-            enc = tok.encode_batch([texts[i] for i in idx])
-            ids = np.asarray([e.ids for e in enc], dtype=np.int64)
-            mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+        for i in keep:  # one text per run: no batch-mate can move its scales
+            ids = np.asarray([tok.encode(texts[i]).ids], dtype=np.int64)
             hidden = session.run(
                 None,
-                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+                {
+                    "input_ids": ids,
+                    "attention_mask": np.ones_like(ids),
+                    "token_type_ids": np.zeros_like(ids),
+                },
             )[0]
-            m = mask[..., None].astype(np.float32)
-            out[idx] = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+            out[i] = hidden[0].mean(axis=0)  # unpadded: the mask is all ones
         return normalise(out)
