@@ -26,7 +26,9 @@ from episodic.llm.base import LLMProvider
 from episodic.models import utc
 from episodic.retrieval import ScoreWeights
 from episodic.service.accept import GroupWriter, accept
+from episodic.service.capture import CaptureReport, capture_file
 from episodic.service.doctor import DoctorReport, run_doctor
+from episodic.service.drain import DrainReport, drain_spool
 from episodic.service.ingest import IngestReport, ingest_file
 from episodic.service.runtime import Runtime, build_runtime
 from episodic.service.search import HIT_KINDS, MemoryOptions, search_memory
@@ -43,6 +45,7 @@ from episodic.service.views import (
 )
 from storage.frames import user_exists
 from storage.keys import SCOPES, ApiKey, ApiKeys
+from storage.offsets import Offsets
 from storage.transfer import TransferReport, export_user, import_dir
 
 
@@ -164,6 +167,26 @@ class Memory:
         )
         self.rt.store.ensure_indexes()
         return report
+
+    def capture(
+        self, path: Path, fmt: str, *, user_id: str, override_user: bool = True
+    ) -> CaptureReport:
+        """The lines a growing transcript gained since the last capture (a
+        rewritten one is read again); `user_id` owns the offset."""
+        rt = self.rt
+        return capture_file(
+            rt.raw,
+            Offsets(rt.store),
+            path,
+            fmt,
+            user_id=user_id,
+            max_turn_chars=self.settings.max_turn_chars,
+            override_user=override_user,
+        )
+
+    def drain_spool(self) -> DrainReport:
+        """Capture what the agent hooks spooled (`episodic-hook`)."""
+        return drain_spool(self.rt)
 
     def consolidate(
         self, user_id: str | None = None, *, flush: bool = False, shard: str | None = None
