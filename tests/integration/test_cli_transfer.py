@@ -13,23 +13,15 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
 from flows.consolidate import consolidate
 from flows.reflect import reflect
 from storage.transfer import key_of, table_names
-from episodic.service.runtime import use_runtime
-from tests.integration.helpers import settings_at, synthetic_stream, write_jsonl
+from tests.integration.cli_support import cli as _cli
+from tests.integration.cli_support import cli_home, refused
+from tests.integration.helpers import synthetic_stream, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-
-
-def _cli(*args: str, code: int = 0) -> Any:
-    from episodic.adapters.cli.main import app
-
-    res = CliRunner().invoke(app, list(args))
-    assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)
-    return json.loads(res.stdout) if code == 0 else res
 
 
 def _tables(d: Path) -> dict[str, Any]:
@@ -37,7 +29,7 @@ def _tables(d: Path) -> dict[str, Any]:
 
 
 @pytest.fixture
-def source(tmp_path: Path) -> Path:
+def source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home with two users' turns consolidated, facts merged, a reflection
     written and one rejected line: something in every table of u1."""
     home = tmp_path / "a"
@@ -48,22 +40,26 @@ def source(tmp_path: Path) -> Path:
     path = write_jsonl(tmp_path / "t.jsonl", turns)
     with path.open("a", encoding="utf-8") as f:
         f.write('{"user_id": "u1", "stream_id": "s1", "role": "robot", "text": "x"}\n')
-    with use_runtime(settings_at(home)):
-        _cli("ingest", str(path), "--json", code=1)  # the one rejected line
-        consolidate(flush=True)
-        reflect(user="u1", force=True)
+    m = cli_home(monkeypatch, home)
+    _cli("ingest", str(path), "--json", code=1)  # the one rejected line
+    consolidate(flush=True, memory=m)
+    reflect(user="u1", force=True, memory=m)
     return home
 
 
-def test_round_trip_is_identical_and_import_is_idempotent(source: Path, tmp_path: Path) -> None:
+def test_round_trip_is_identical_and_import_is_idempotent(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first, second = tmp_path / "x1", tmp_path / "x2"
-    with use_runtime(settings_at(source)):
-        out = _cli("export", "--user", "u1", "--out", str(first), "--json")
-        before = {
-            "episodes": _cli("episodes", "--user", "u1", "--json"),
-            "facts": _cli("facts", "--user", "u1", "--all", "--json"),
-            "rejected": _cli("rejected", "--user", "u1", "--json"),
-        }
+    out = _cli("export", "--user", "u1", "--out", str(first), "--json")
+    before = {
+        "episodes": _cli("episodes", "--user", "u1", "--json"),
+        "facts": _cli("facts", "--user", "u1", "--all", "--json"),
+        "rejected": _cli("rejected", "--user", "u1", "--json"),
+        "reflections": sorted(
+            _cli("reflections", "--user", "u1", "--all", "--json"), key=lambda r: r["reflection_id"]
+        ),
+    }
     # something in every table a user's memory lives in
     for name in ("raw_turns", "streams", "turn_vectors", "rejected_input", "episodes",
                  "facts", "fact_history", "reflections", "segmenter_state"):  # fmt: skip
@@ -71,71 +67,75 @@ def test_round_trip_is_identical_and_import_is_idempotent(source: Path, tmp_path
     exported = _tables(first)
     assert all(set(t["user_id"].to_pylist()) <= {"u1"} for t in exported.values())
 
-    with use_runtime(settings_at(tmp_path / "b")):
-        once = _cli("import", str(first), "--json")
-        assert once["inserted"] == {n: k for n, k in out["rows"].items() if k}
-        twice = _cli("import", str(first), "--json")
-        assert sum(twice["inserted"].values()) == 0
-        assert twice["updated"] == once["inserted"]
-        _cli("export", "--user", "u1", "--out", str(second), "--json")
-        after = {
-            "episodes": _cli("episodes", "--user", "u1", "--json"),
-            "facts": _cli("facts", "--user", "u1", "--all", "--json"),
-            "rejected": _cli("rejected", "--user", "u1", "--json"),
-        }
-        _cli("episodes", "--user", "u2", "--json", code=1)  # only u1 came over
+    cli_home(monkeypatch, tmp_path / "b")
+    once = _cli("import", str(first), "--json")
+    assert once["inserted"] == {n: k for n, k in out["rows"].items() if k}
+    twice = _cli("import", str(first), "--json")
+    assert sum(twice["inserted"].values()) == 0
+    assert twice["updated"] == once["inserted"]
+    _cli("export", "--user", "u1", "--out", str(second), "--json")
+    after = {
+        "episodes": _cli("episodes", "--user", "u1", "--json"),
+        "facts": _cli("facts", "--user", "u1", "--all", "--json"),
+        "rejected": _cli("rejected", "--user", "u1", "--json"),
+        "reflections": sorted(
+            _cli("reflections", "--user", "u1", "--all", "--json"), key=lambda r: r["reflection_id"]
+        ),
+    }
+    refused("episodes", "--user", "u2", "--json")  # only u1 came over
     again = _tables(second)
     for name in table_names():
         assert again[name].equals(exported[name]), name
     assert after == before
 
 
-def test_import_refuses_to_mix_raw_logs(source: Path, tmp_path: Path) -> None:
-    with use_runtime(settings_at(source)):
-        _cli("export", "--user", "u1", "--out", str(tmp_path / "x"), "--json")
+def test_import_refuses_to_mix_raw_logs(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _cli("export", "--user", "u1", "--out", str(tmp_path / "x"), "--json")
     other = write_jsonl(tmp_path / "o.jsonl", synthetic_stream("u1", "s1", n_per_topic=1))
-    with use_runtime(settings_at(tmp_path / "b")) as rt:
-        _cli("ingest", str(other), "--json")
-        res = _cli("import", str(tmp_path / "x"), "--json", code=2)
-        # turns identical to exported ones (same stream, position, text) share ids
-        assert re.search(r"already holds [1-4] raw turns of user 'u1'", res.stderr)
-        assert rt.raw.count("u1") == 4  # nothing written
-        res = _cli("import", str(tmp_path / "nowhere"), "--json", code=2)
-        assert "manifest.json" in res.stderr
+    rt = cli_home(monkeypatch, tmp_path / "b").rt
+    _cli("ingest", str(other), "--json")
+    line = refused("import", str(tmp_path / "x"), "--json", code=2)
+    # turns identical to exported ones (same stream, position, text) share ids
+    assert re.search(r"already holds [1-4] [a-z ]*of user 'u1'", line)
+    assert rt.raw.count("u1") == 4  # nothing written
+    assert "manifest.json" in refused("import", str(tmp_path / "nowhere"), "--json", code=2)
 
 
 def test_unknown_user_exits_1_on_user_scoped_reads(source: Path, tmp_path: Path) -> None:
-    with use_runtime(settings_at(source)):
-        for args in (
-            ["episodes"],
-            ["facts"],
-            ["facts", "--all"],
-            ["history", "f0"],
-            ["rejected"],
-            ["status"],
-            ["export", "--out", str(tmp_path / "x")],
-        ):
-            res = _cli(*args, "--user", "nobody", "--json", code=1)
-            assert res.stdout == "" and "unknown user 'nobody'" in res.stderr, args
-        assert not (tmp_path / "x").exists()
-        assert [s["stream_id"] for s in _cli("status", "--user", "u2", "--json")] == ["s1"]
+    for args in (
+        ["episodes"],
+        ["facts"],
+        ["facts", "--all"],
+        ["history", "f0"],
+        ["rejected"],
+        ["status"],
+        ["export", "--out", str(tmp_path / "x")],
+    ):
+        line = refused(*args, "--user", "nobody", "--json")
+        assert line.startswith("error: no user 'nobody'"), args
+    assert not (tmp_path / "x").exists()
+    assert [s["stream_id"] for s in _cli("status", "--user", "u2", "--json")] == ["s1"]
 
 
-def test_ingest_json_lists_each_rejected_line(tmp_path: Path) -> None:
+def test_ingest_json_lists_each_rejected_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lines = [json.dumps(t) for t in synthetic_stream("u1", "s1", n_per_topic=1)]
     lines[1] = "{not json"
     lines.insert(3, json.dumps({"user_id": "u1", "stream_id": "s1", "role": "robot", "text": "x"}))
     path = tmp_path / "t.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with use_runtime(settings_at(tmp_path / "h")):
-        res = _cli("ingest", str(path), "--json", code=1)
-        report = json.loads(res.stdout)
-        assert report["rejected"] == 2 and report["accepted"] == 3
-        assert [r["line"] for r in report["rejected_lines"]] == [2, 4]
-        assert "robot" in report["rejected_lines"][1]["reason"]
-        # the line that names u1 is kept under u1, whole (the broken one names no user)
-        kept = _cli("rejected", "--user", "u1", "--json")
-        assert [(r["line"], r["reason"]) for r in kept] == [
-            (r["line"], r["reason"]) for r in report["rejected_lines"][1:]
-        ]
-        assert json.loads(kept[0]["raw"])["role"] == "robot"
+    cli_home(monkeypatch, tmp_path / "h")
+    res = _cli("ingest", str(path), "--json", code=1)
+    report = json.loads(res.stdout)
+    assert report["rejected"] == 2 and report["accepted"] == 3
+    assert [r["line"] for r in report["rejected_lines"]] == [2, 4]
+    assert "robot" in report["rejected_lines"][1]["reason"]
+    # the line that names u1 is kept under u1, whole (the broken one names no user)
+    kept = _cli("rejected", "--user", "u1", "--json")
+    assert [(r["line"], r["reason"]) for r in kept] == [
+        (r["line"], r["reason"]) for r in report["rejected_lines"][1:]
+    ]
+    assert json.loads(kept[0]["raw"])["role"] == "robot"
