@@ -144,11 +144,12 @@ class Detector:
             if x.shape[0] != self._params.mean.shape[0] and self._feat.held_seq is None:
                 # the combiner's space was fitted on another embedding: the semantic rule
                 self._feat = None
-        if self._feat is not None and self._params is not None and x is not None:
-            held_seq = self._feat.held_seq
+        feat = self._feat
+        if feat is not None and self._params is not None and x is not None:
+            held_seq = feat.held_seq
             want = self._pending is not None and self._pending.turn.seq == held_seq
             z = self._params.project(x)
-            row = self._feat.update(z, turn.role, turn.text, turn.seq, want)
+            row = feat.update(z, turn.role, turn.text, turn.seq, want)
             if row is not None and held_seq is not None:
                 self._row = (held_seq, row)
         self._size.update(turn)
@@ -157,8 +158,14 @@ class Detector:
         self._structural.update(turn)
         self._marker.update(turn)
         self._semantic.observe(x)
-        cp = self._cp.update(x)
-        self._surprisal.update(self._cp.log_evidence)
+        if feat is not None:
+            # the combiner's own BOCPD (learned space) gives the recorded change point
+            # and surprisal: one run-length recursion per turn, not two
+            cp = feat.last_cp if x is not None else 0.0
+            self._surprisal.update(feat.last_log_evidence if x is not None else None)
+        else:
+            cp = self._cp.update(x)
+            self._surprisal.update(self._cp.log_evidence)
         sur = self._surprisal.score
         closed = self._resolve(turn, x) if self._pending is not None else []
         sem = self._semantic.score_distance(self._semantic.distance_to(x))

@@ -149,6 +149,8 @@ class BoundaryFeatures:
         self._held: _Held | None = None
         self._prev_role = ""
         self._prev_text = ""
+        self.last_cp = 0.0
+        self.last_log_evidence: float | None = None
 
     @property
     def held_seq(self) -> int | None:
@@ -170,6 +172,9 @@ class BoundaryFeatures:
         cur.words = words(text)
         cur.cp = boc.cp if self._n > 1 else 0.0
         cur.sur = -boc.log_evidence / self.boc_dims
+        # this turn's change point and log predictive, for the detector's record
+        self.last_cp = cur.cp
+        self.last_log_evidence = boc.log_evidence if self._n > 1 else None
         cur.erl = math.log1p(boc.expected_run)
         cur.q = 1.0 if "?" in text else 0.0
         cur.len = math.log1p(len(text.split()))
