@@ -68,7 +68,9 @@ def one_pass(embedder: OnnxInt8Embedder) -> tuple[list[ClosedSegment], bytes]:
 
 
 @pytest.mark.slow  # the first use exports and quantizes the int8 graph
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(cuts=st.lists(st.integers(1, len(TEXTS) - 1), min_size=1, max_size=5))
 def test_one_poll_equals_any_split_into_polls(
     embedder: OnnxInt8Embedder, one_pass: tuple[list[ClosedSegment], bytes], cuts: list[int]
@@ -87,4 +89,3 @@ def test_one_poll_equals_any_split_into_polls(
     got.extend(Detector.from_state(state).flush())
     assert got == expected
     assert len(expected) >= 2  # the stream is cut somewhere: the check has teeth
-

@@ -7,8 +7,6 @@ here into a module-wide temporary directory."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
