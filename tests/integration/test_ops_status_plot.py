@@ -12,11 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from episodic.adapters.cli.main import app
-from episodic.service.status import stream_status
-from flows.consolidate import consolidate
-from episodic.service.ingest import ingest_file
 from episodic.service.timeline import build_timeline, latest_plot_path, render
-from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
+from flows.consolidate import consolidate
+from tests.integration.cli_support import cli_home, refused
+from tests.integration.helpers import synthetic_stream, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 runner = CliRunner()
@@ -40,45 +39,50 @@ def _gappy(user: str, n: int = 90) -> list[dict[str, object]]:
     return out
 
 
-def test_status_counts_lag_and_names_the_last_run(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
+def test_status_counts_lag_and_names_the_last_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = cli_home(monkeypatch, tmp_path / "home")
     turns = synthetic_stream(user="u1", n_per_topic=4)
-    ingest_file(rt.raw, write_jsonl(tmp_path / "a.jsonl", turns), "jsonl")
-    ingest_file(rt.raw, write_jsonl(tmp_path / "b.jsonl", synthetic_stream(user="u2")), "jsonl")
+    m.ingest(write_jsonl(tmp_path / "a.jsonl", turns), "jsonl")
+    m.ingest(write_jsonl(tmp_path / "b.jsonl", synthetic_stream(user="u2")), "jsonl")
 
-    before = {(s.user_id, s.stream_id): s for s in stream_status(rt)}
+    before = {(s.user_id, s.stream_id): s for s in m.status()}
     s1 = before[("u1", "s1")]
     assert s1.raw_turns == len(turns) and s1.watermark == -1
     assert s1.unprocessed_turns == len(turns)
     assert s1.oldest_unprocessed_age_s is not None and s1.oldest_unprocessed_age_s >= 0
     assert s1.last_run == ""
 
-    summary = consolidate(user="u1")
-    after = stream_status(rt, "u1")
+    summary = m.consolidate("u1")
+    after = m.status("u1")
     assert [(s.user_id, s.stream_id) for s in after] == [("u1", "s1")]  # scoped to the user
     s1 = after[0]
     assert s1.watermark == s1.head_seq == len(turns) - 1
     assert s1.unprocessed_turns == 0 and s1.oldest_unprocessed_age_s is None
-    assert s1.episodes == summary["episodes_closed"] == len(rt.episodes.list("u1", "s1"))
+    assert s1.episodes == summary["episodes_closed"] == len(m.episodes("u1", stream_id="s1"))
     assert s1.open_episode_turns == summary["open_turns"] > 0
     assert s1.last_run.startswith("consolidate-u1-") and s1.last_run_state == "Completed"
     # u2 was not consolidated: still all lag, no run
-    u2 = stream_status(rt, "u2")[0]
+    u2 = m.status("u2")[0]
     assert u2.unprocessed_turns == u2.raw_turns and u2.last_run == ""
 
     res = runner.invoke(app, ["status", "--json", "--user", "u1"])
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.output)
+    rows = json.loads(res.stdout)
+    assert rows == [s.as_dict() for s in m.status("u1")]  # the service's rows, as JSON
     assert rows[0]["last_run_state"] == "Completed" and rows[0]["unprocessed_turns"] == 0
     human = runner.invoke(app, ["status"])
     assert human.exit_code == 0 and "u2" in human.output
 
 
-def test_plot_matches_stored_cuts_and_labels_do_not_overlap(tmp_path: Path) -> None:
-    rt = make_runtime(tmp_path / "home")
-    ingest_file(rt.raw, write_jsonl(tmp_path / "g.jsonl", _gappy("u3")), "jsonl")
-    consolidate(user="u3")
-    tl = build_timeline(rt, "u3")
+def test_plot_matches_stored_cuts_and_labels_do_not_overlap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = cli_home(monkeypatch, tmp_path / "home")
+    m.ingest(write_jsonl(tmp_path / "g.jsonl", _gappy("u3")), "jsonl")
+    consolidate(user="u3", memory=m)
+    tl = build_timeline(m.rt, "u3")
     assert tl.stream_id == "busy" and len(tl.scores) == len(tl.turns) == 90
     stored = [(e.last_seq, e.boundary_reason) for e in tl.episodes]
     assert stored and tl.replayed == stored  # the replay reproduces every stored cut
@@ -106,7 +110,8 @@ def test_plot_matches_stored_cuts_and_labels_do_not_overlap(tmp_path: Path) -> N
     res = runner.invoke(app, ["plot", "--user", "u3", "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000
-    latest = latest_plot_path(rt.settings.home, "u3")
+    latest = latest_plot_path(m.settings.home, "u3")
     assert latest.read_bytes() == out.read_bytes()  # the consolidate artifact names this one
-    missing = runner.invoke(app, ["plot", "--user", "nobody", "--out", str(out)])
-    assert missing.exit_code == 2
+    assert refused("plot", "--user", "nobody", "--out", str(out)).startswith("error: no user")
+    line = refused("plot", "--user", "u3", "--stream", "nope", "--out", str(out), code=2)
+    assert "no stream 'nope'" in line
