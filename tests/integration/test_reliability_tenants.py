@@ -58,11 +58,11 @@ def as_json(out: str) -> Any:
 
 
 def listing(run: Any, args: list[str], known: bool) -> Any:
-    """A user-scoped read as JSON; an unknown user exits 1 with nothing on stdout."""
+    """A user-scoped read as JSON; an unknown user exits 1 with one line."""
     out = run(args, ok=(0,) if known else (1,))
     if known:
         return as_json(out)
-    assert "unknown user" in out
+    assert "no user" in out
     return []
 
 
@@ -82,8 +82,8 @@ def foreign(rt: Any, me: str) -> set[str]:
 class Actor:
     """Runs commands as one user and keeps everything they printed."""
 
-    def __init__(self, user: str) -> None:
-        self.user = user
+    def __init__(self, user: str, memory: Any) -> None:
+        self.user, self.memory = user, memory
         self.outputs: list[str] = []
         self.commands = 0
 
@@ -92,7 +92,7 @@ class Actor:
         # log handler and typer's CliRunner do not share stdout well
         self.commands += 1
         mod = importlib.import_module(f"flows.{name}")
-        res = getattr(mod, name)(**params)
+        res = getattr(mod, name)(**params, memory=self.memory)
         self.outputs.append(json.dumps(res, default=str, ensure_ascii=False))
         return res
 
@@ -112,7 +112,8 @@ def unattributed(before: list[str], after: list[str]) -> bool:
 
 
 def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rt = use_home(monkeypatch, tmp_path / "home", reflection_threshold=5)
+    memory = use_home(monkeypatch, tmp_path / "home", reflection_threshold=5)
+    rt = memory.rt
     files = {}
     for i, u in enumerate(USERS):
         turns = fact_turns("placeholder", "s", episodes=4, marker=token(i), offset=i)
@@ -130,7 +131,7 @@ def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     leaks = writes_crossed = commands = 0
     for i, u in enumerate(USERS):
         before = rows_of_others(rt.store, u)
-        actor = Actor(u)
+        actor = Actor(u, memory)
         flow, run, outputs = actor.flow, actor.run, actor.outputs
 
         run(["ingest", str(files[u][1]), "--user", u, "--json"], ok=(0, 1))
@@ -143,12 +144,17 @@ def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
             assert eps and facts, f"{u[:30]!r} should have episodes and facts"
         for f in facts[:3]:
             hist = as_json(run(["history", f["fact_id"], "--user", u, "--json"]))
-            assert hist and all(h["user_id"] == u for h in hist)
-        # another user's fact id, asked for as this user: nothing
+            assert hist and all(h["fact_id"] == f["fact_id"] for h in hist)
+            assert {h["episode_id"] for h in hist} <= {e["episode_id"] for e in eps}
+        # another user's fact id, asked for as this user: refused as a missing
+        # one (the refusal names the id asked for, so it is kept out of outputs)
         other = USERS[0] if u != USERS[0] else USERS[1]
         for f in rt.facts.list(other, include_inactive=True)[:2]:
-            assert listing(run, ["history", f.fact_id, "--user", u, "--json"], known) == []
-        hits = as_json(run(["search", probe, "--user", u, "--json", "-k", "50"]))
+            actor.commands += 1
+            code, out = invoke(["history", f.fact_id, "--user", u, "--json"])
+            assert code == 1 and ("no fact" if known else "no user") in out, out
+            assert f.text not in out
+        hits = listing(run, ["search", probe, "--user", u, "--json", "-k", "50"], known)
         mine = (
             {e.episode_id for e in rt.episodes.list(u)}
             | {f.fact_id for f in rt.facts.list(u, include_inactive=True)}
@@ -169,7 +175,7 @@ def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
             drawn = as_json(run(["plot", "--user", u, "--out", png, "--json"]))
             assert drawn["turns"] == rt.raw.count(u) and drawn["path"] == png
         else:
-            run(["plot", "--user", u], ok=(2,))  # nothing to draw: a message, not a picture
+            listing(run, ["plot", "--user", u], known)  # an unknown user: no picture
         if u in MAINTAIN_AS:
             flow("maintain", user=u)
 
