@@ -1,5 +1,5 @@
 """Concurrent searches count every recall: 4 real processes x 25 searches over
-4 episodes, each search returning all 4, started together on one store. The
+4 reflections, each search returning all 4, started together on one store. The
 read-modify-write this replaces moved the counts by 40 instead of 100."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.memory_items import episode, put
+from tests.integration.memory_items import reflection
 from tests.integration.reliability_support import ROOT, record, runtime_env, use_home
 
 PROCESSES = 4
@@ -28,17 +28,18 @@ TEXTS = [
 WORKER = """
 import json, os, sys, time
 from pathlib import Path
-from episodic.service.runtime import get_runtime
-from episodic.service.search import SearchOptions, search
+from episodic.service.memory import Memory
 
 go, n = Path(sys.argv[1]), int(sys.argv[2])
-rt = get_runtime()
-opts = SearchOptions(k=4, kinds=("episodes",))
-search(rt, "u1", "warm up", SearchOptions(k=4, kinds=("episodes",), record=False))
-(go.parent / f"ready-{os.getpid()}").touch()
-while not go.exists():
-    time.sleep(0.01)
-sizes = [len(search(rt, "u1", f"query {i} {os.getpid()}", opts)) for i in range(n)]
+with Memory() as memory:  # the home the environment names; closing writes the recalls
+    memory.search("u1", "warm up", k=4, kinds=("reflections",), record=False)
+    (go.parent / f"ready-{os.getpid()}").touch()
+    while not go.exists():
+        time.sleep(0.01)
+    sizes = [
+        len(memory.search("u1", f"query {i} {os.getpid()}", k=4, kinds=("reflections",)))
+        for i in range(n)
+    ]
 print(json.dumps({"sizes": sizes}))
 """
 
@@ -47,9 +48,10 @@ def test_four_processes_of_searches_count_every_recall(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = tmp_path / "home"
-    rt = use_home(monkeypatch, home)
-    put(rt, *[episode(rt, "u1", t, seq=10 * i) for i, t in enumerate(TEXTS)])
-    put(rt, episode(rt, "u2", TEXTS[0], seq=0))  # another user's episode is never touched
+    rt = use_home(monkeypatch, home).rt
+    rt.reflections.write([reflection(rt, "u1", t) for t in TEXTS])
+    rt.reflections.write([reflection(rt, "u2", TEXTS[0])])  # another user's: never touched
+    rt.store.ensure_indexes()
     go = tmp_path / "go"
     env = {**os.environ, **runtime_env(home), "PYTHONPATH": str(ROOT)}
     procs = [
@@ -76,9 +78,9 @@ def test_four_processes_of_searches_count_every_recall(
         assert p.returncode == 0, errs[-2000:]
         assert json.loads(out.splitlines()[-1])["sizes"] == [4] * SEARCHES
 
-    counts = {e.episode_id: e.recall_count for e in rt.episodes.list("u1")}
+    counts = {r.reflection_id: r.recall_count for r in rt.reflections.list("u1")}
     assert list(counts.values()) == [PROCESSES * SEARCHES] * len(TEXTS)
-    assert [e.recall_count for e in rt.episodes.list("u2")] == [0]
+    assert [r.recall_count for r in rt.reflections.list("u2")] == [0]
     record(
         "recall_concurrency",
         processes=PROCESSES,

@@ -80,7 +80,7 @@ def test_polls_of_one_turn_then_upkeep(tmp_path: Path, monkeypatch: pytest.Monke
     from episodic.service.maintain import upkeep
     from episodic.service.segment import poll_stream
 
-    rt = use_home(monkeypatch, tmp_path / "grown")
+    rt = use_home(monkeypatch, tmp_path / "grown").rt
     started = time.perf_counter()
     upkeeps = 0
     for i in range(POLLS):
@@ -101,7 +101,7 @@ def test_polls_of_one_turn_then_upkeep(tmp_path: Path, monkeypatch: pytest.Monke
     maintained = probe(rt, head)
 
     # the same rows written at once, on a fresh store
-    fresh = use_home(monkeypatch, tmp_path / "fresh")
+    fresh = use_home(monkeypatch, tmp_path / "fresh").rt
     fresh.raw.append([turn(i) for i in range(POLLS)])
     poll_stream(fresh, "grow", "s", head_seq=head)
     fresh.store.ensure_indexes()
