@@ -61,6 +61,34 @@ LEX_CHARS = 600  # lexical features read the head of a long turn only
 TEXT_KEEP = 200  # the previous turn's text kept for the closing-phrase feature
 
 
+def _ref_weights() -> tuple[np.ndarray, ...]:
+    """For each history length nh (1..8), the (8, 10) weights that turn the state
+    [last 8 vectors newest first; ema5; ema3] into the 8 reference vectors: the
+    previous turn, the one before, ema5, ema3, the means of the last 2/4/8 turns
+    (of as many as there are) and of the 3 before the previous (or the previous)."""
+    out = []
+    for nh in range(1, 9):
+        w = np.zeros((8, 10))
+        w[0, 0] = 1.0
+        w[1, min(1, nh - 1)] = 1.0
+        w[2, 8] = 1.0
+        w[3, 9] = 1.0
+        for row, k in ((4, 2), (5, 4), (6, 8)):
+            m = min(k, nh)
+            w[row, :m] = 1.0 / m
+        if nh > 1:
+            m = min(4, nh) - 1
+            w[7, 1 : 1 + m] = 1.0 / m
+        else:
+            w[7, 0] = 1.0
+        w.flags.writeable = False
+        out.append(w)
+    return tuple(out)
+
+
+REF_WEIGHTS = _ref_weights()
+
+
 def words(text: str) -> frozenset[str]:
     low = text[:LEX_CHARS].lower()
     return frozenset(w for w in _WORD.findall(low) if len(w) > 2 and w not in STOP)
@@ -135,15 +163,13 @@ class BoundaryFeatures:
     def _reset(self) -> None:
         d = self.dims
         self._boc._reset()
-        self._hist = np.zeros((8, d))  # ring of the last 8 vectors before the held turn
+        # the last 8 vectors before the held turn, newest first, then ema5 and ema3
+        self._M = np.zeros((10, d))
         self._nh = 0
-        self._pos = 0
         self._texts: deque[str] = deque(maxlen=4)  # their texts, for the lexical features
         self._words: deque[frozenset[str]] = deque(maxlen=4)
         self._sum = np.zeros(d)
         self._n = 0
-        self._ema5 = np.zeros(d)
-        self._ema3 = np.zeros(d)
         self._d4 = [0.0, 0.0, 0.0]  # running mean, variance, count of d_w4
         self._sz = [0.0, 0.0, 0.0]  # the same for the surprisal
         self._held: _Held | None = None
@@ -200,33 +226,34 @@ class BoundaryFeatures:
         return row
 
     def _absorb(self, h: _Held) -> None:
-        z = h.z
-        self._hist[self._pos] = z
-        self._pos = (self._pos + 1) % 8
+        z, M = h.z, self._M
+        M[1:8] = M[0:7]  # overlapping: numpy copies through a buffer
+        M[0] = z
         self._nh = min(self._nh + 1, 8)
         self._words.append(h.words)
         self._texts.append(h.text)
         if self._nh == 1:
-            self._ema5[:] = z
-            self._ema3[:] = z
+            M[8] = z
+            M[9] = z
         else:
-            self._ema5 *= 0.5
-            self._ema5 += 0.5 * z
-            self._ema3 *= 0.7
-            self._ema3 += 0.3 * z
+            M[8] = 0.5 * M[8] + 0.5 * z
+            M[9] = 0.7 * M[9] + 0.3 * z
         self._prev_role, self._prev_text = h.role, h.text[-TEXT_KEEP:]
 
     def _skip(self, p: _Held) -> None:
         """What `_row` does to the running z-scores, without the row."""
-        nh = self._nh
-        if nh:
+        if self._nh:
             mu = self._sum / (self._n + self.n0)
-            H = self._hist[[(self._pos - 1 - i) % 8 for i in range(min(nh, 4))]]
-            a, b = p.z - mu, H.mean(0) - mu
-            # the same expression as in _row: each norm carries +1e-12
-            den = (math.sqrt(float(a @ a)) + 1e-12) * (math.sqrt(float(b @ b)) + 1e-12)
-            self._z_update(self._d4, 1.0 - float(a @ b) / den, 0.1)
+            self._z_update(self._d4, self._d_w4(p.z, mu), 0.1)
         self._z_update(self._sz, p.sur, 0.05)
+
+    def _d_w4(self, x: np.ndarray, mu: np.ndarray) -> float:
+        """Centred cosine distance of x to the mean of the last 4 turns (the z-scored
+        feature: one expression, so skipping a row leaves the statistics as they were)."""
+        a = x - mu
+        b = REF_WEIGHTS[self._nh - 1][5] @ self._M - mu
+        den = (math.sqrt(float(a @ a)) + 1e-12) * (math.sqrt(float(b @ b)) + 1e-12)
+        return 1.0 - float(a @ b) / den
 
     @staticmethod
     def _z_update(acc: list[float], v: float, floor: float) -> float:
@@ -247,39 +274,35 @@ class BoundaryFeatures:
         mu = self._sum / (self._n + self.n0)
         x = p.z
         if nh:
-            H = self._hist[[(self._pos - 1 - i) % 8 for i in range(nh)]]  # newest first
-            refs = np.stack(
-                (
-                    H[0],
-                    H[min(1, nh - 1)],
-                    self._ema5,
-                    self._ema3,
-                    H[:2].mean(0),
-                    H[:4].mean(0),
-                    H.mean(0),
-                    H[1:4].mean(0) if nh > 1 else H[0],
-                )
-            )
+            refs = REF_WEIGHTS[nh - 1] @ self._M
             refs -= mu
-            pair = 0.5 * (x + nxt.z) if nxt is not None else x
             nz = nxt.z if nxt is not None else x
-            Q = np.stack((x, pair, nz)) - mu
+            Q = np.stack((x, nz))
+            Q -= mu
             rn = np.sqrt(np.einsum("ij,ij->i", refs, refs)) + 1e-12
-            qn = np.sqrt(np.einsum("ij,ij->i", Q, Q)) + 1e-12
-            D = 1.0 - (Q @ refs.T) / np.outer(qn, rn)
-            d = D[0]
+            qa, qb = float(Q[0] @ Q[0]), float(Q[1] @ Q[1])
+            G = Q @ refs.T  # (2, 8): the turn and the next against every reference
+            na = math.sqrt(qa) + 1e-12
+            d = 1.0 - G[0] / (na * rn)
             f["d_prev"], f["d_prev2"], f["d_ema5"], f["d_ema3"] = d[0], d[1], d[2], d[3]
             f["d_w2"], f["d_w4"], f["d_w8"] = d[4], d[5], d[6]
             f["coh_prev"] = 1.0 - float(refs[0] @ refs[7]) / (rn[0] * rn[7]) if nh > 1 else 0.0
-            h1 = H[0]
+            h1 = self._M[0]
             den = math.sqrt(float(x @ x) * float(h1 @ h1))
             f["raw_prev"] = 1.0 - float(x @ h1) / den if den > 1e-12 else 0.0
             if nxt is not None:
-                f["dp_w4"], f["dp_ema5"], f["d_next_prev"] = D[1, 5], D[1, 2], D[2, 0]
-                f["s_next"] = 1.0 - float(Q[0] @ Q[2]) / (qn[0] * qn[2])
+                ab = float(Q[0] @ Q[1])
+                nb = math.sqrt(qb) + 1e-12
+                # the pair (t, t+1): its centred mean is the mean of the two centred rows
+                gp = 0.5 * (G[0] + G[1])
+                npair = 0.5 * math.sqrt(max(qa + 2.0 * ab + qb, 0.0)) + 1e-12
+                f["dp_w4"] = 1.0 - float(gp[5]) / (npair * rn[5])
+                f["dp_ema5"] = 1.0 - float(gp[2]) / (npair * rn[2])
+                f["d_next_prev"] = 1.0 - float(G[1, 0]) / (nb * rn[0])
+                f["s_next"] = 1.0 - ab / (na * nb)
             else:
                 f["dp_w4"], f["dp_ema5"], f["d_next_prev"], f["s_next"] = d[5], d[2], d[0], 0.0
-            f["d_w4_z"] = self._z_update(self._d4, f["d_w4"], 0.1)
+            f["d_w4_z"] = self._z_update(self._d4, self._d_w4(x, mu), 0.1)
         else:
             for k in SEMANTIC:
                 f[k] = 0.0
@@ -321,14 +344,13 @@ class BoundaryFeatures:
     def state(self) -> dict[str, Any]:
         return {
             "boc": self._boc.state(),
-            "hist": array_to_json(self._hist),
+            "hist": array_to_json(self._M[:8]),  # newest first
             "nh": self._nh,
-            "pos": self._pos,
             "texts": list(self._texts),
             "sum": array_to_json(self._sum),
             "n": self._n,
-            "ema5": array_to_json(self._ema5),
-            "ema3": array_to_json(self._ema3),
+            "ema5": array_to_json(self._M[8]),
+            "ema3": array_to_json(self._M[9]),
             "d4": list(self._d4),
             "sz": list(self._sz),
             "held": None if self._held is None else self._held.state(),
@@ -340,15 +362,17 @@ class BoundaryFeatures:
         self._reset()
         d = self.dims
         self._boc.load_state(st["boc"])
-        self._hist = array_from_json(st["hist"], (8, d)).copy()
-        self._nh, self._pos, self._n = int(st["nh"]), int(st["pos"]), int(st["n"])
-        if not (0 <= self._nh <= 8 and 0 <= self._pos < 8 and self._n >= 0):
+        hist = array_from_json(st["hist"], (8, d))
+        self._nh, self._n = int(st["nh"]), int(st["n"])
+        pos = int(st.get("pos", 0))  # version-1 feature states kept a ring
+        if not (0 <= self._nh <= 8 and 0 <= pos < 8 and self._n >= 0):
             raise ValueError("feature history counters out of range")
+        self._M[:8] = hist[[(pos - 1 - i) % 8 for i in range(8)]] if "pos" in st else hist
         self._texts = deque((str(t) for t in st["texts"]), maxlen=4)
         self._words = deque((words(t) for t in self._texts), maxlen=4)
         self._sum = array_from_json(st["sum"], (d,)).copy()
-        self._ema5 = array_from_json(st["ema5"], (d,)).copy()
-        self._ema3 = array_from_json(st["ema3"], (d,)).copy()
+        self._M[8] = array_from_json(st["ema5"], (d,))
+        self._M[9] = array_from_json(st["ema3"], (d,))
         self._d4 = [finite(v) for v in st["d4"]]
         self._sz = [finite(v) for v in st["sz"]]
         self._held = None if st["held"] is None else _Held.load(st["held"])

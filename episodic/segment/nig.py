@@ -1,8 +1,13 @@
 """BOCPD (Adams & MacKay 2007) with a Normal-Inverse-Gamma prior per coordinate and a
 Student-t predictive, on a learned whitened projection. Diagonal: coordinates are
 independent given the run. Slot i holds "the run holds the last i + 1 observations"
-with sufficient statistics S (sum) and Q (sum of squares); run lengths are capped at
-`max_run` (mass beyond folds into the last slot). Everything in log space; O(R d).
+with its posterior mean `mu`, scale `beta` and `L` = sum of log(beta) over the
+coordinates; run lengths are capped at `max_run` (mass beyond folds into the last
+slot). Everything in log space; O(R d).
+
+The update is incremental: the predictive term log1p(k d^2 / (2 beta (k + 1))) is
+log(beta') - log(beta), where beta' = beta + k d^2 / (2 (k + 1)) is the slot's
+next scale, so one log per coordinate serves both the predictive and the update.
 """
 
 from __future__ import annotations
@@ -44,7 +49,6 @@ class NigBocpd:
         n = np.arange(1.0, max_run + 1.0)
         k = kappa0 + n
         a = alpha0 + n / 2.0
-        self._inv_k = (1.0 / k)[:, None]
         self._ap = a + 0.5
         self._sc = (k / (2.0 * (k + 1.0)))[:, None]
         self._c = dims * (
@@ -60,13 +64,17 @@ class NigBocpd:
         self._sc0 = k0 / (2.0 * (k0 + 1.0)) / beta0
         self._ap0 = a0 + 0.5
         self._runs = np.arange(1.0, max_run + 1.0)
+        self._inv_k1 = (1.0 / (k + 1.0))[:, None]  # the mean's step, k = kappa0 + n
+        self._apm = a.copy()  # the coefficient of L in the predictive
+        self._inv_k0 = 1.0 / (kappa0 + 1.0)
         self._reset()
 
     def _reset(self) -> None:
         self._k = 0
         self._lp = np.zeros(self.max_run)
-        self._S = np.zeros((self.max_run, self.dims))
-        self._Q = np.zeros((self.max_run, self.dims))
+        self._mu = np.zeros((self.max_run, self.dims))
+        self._beta = np.full((self.max_run, self.dims), self.beta0)
+        self._L = np.zeros(self.max_run)
         self.cp = 0.0
         self.log_evidence = 0.0
         self.lp0 = 0.0
@@ -81,41 +89,52 @@ class NigBocpd:
         out: np.ndarray = np.exp(self._lp[: self._k])
         return out
 
+    def _open(self, y: np.ndarray, u: np.ndarray, t0: float) -> None:
+        """Slot 0: a run that holds y alone (`u` = sc0 * y^2, `t0` = sum log1p(u))."""
+        self._mu[0] = y * self._inv_k0
+        self._beta[0] = self.beta0 + self.beta0 * u
+        self._L[0] = self.dims * math.log(self.beta0) + t0
+
     def step(self, y: np.ndarray) -> float:
         """Absorb one observation; return P(a new run starts with it)."""
         k, cap = self._k, self.max_run
-        yy = y * y
-        lp0 = self._c0 - self._ap0 * float(np.log1p(self._sc0 * yy).sum())
+        u = self._sc0 * (y * y)
+        t0 = float(np.log1p(u).sum())
+        lp0 = self._c0 - self._ap0 * t0
         self.lp0 = lp0
         if k == 0:
             self._k = 1
             self._lp[0] = 0.0
-            self._S[0], self._Q[0] = y, yy
+            self._open(y, u, t0)
             self.cp, self.log_evidence, self.expected_run = 1.0, lp0, 0.0
             return 1.0
-        S, Q = self._S[:k], self._Q[:k]
-        mu = S * self._inv_k[:k]
-        beta = self.beta0 + 0.5 * (Q - S * mu)
+        mu, beta, L = self._mu[:k], self._beta[:k], self._L[:k]
         d = y - mu
-        t = np.log1p(d * d * self._sc[:k] / beta)
-        lp = self._c[:k] - 0.5 * np.log(beta).sum(1) - self._ap[:k] * t.sum(1)
-        post = np.exp(self._lp[:k])
-        self.expected_run = float(post @ self._runs[:k])
-        grow = self._lp[:k] + lp + self._log_1mh
+        bn = d * d
+        bn *= self._sc[:k]
+        bn += beta  # each slot's scale after absorbing y
+        Ln = np.log(bn).sum(1)
+        # Student-t predictive: c - L / 2 - (a + 1/2) (L' - L)
+        lp = self._c[:k] + self._apm[:k] * L - self._ap[:k] * Ln
+        lpk = self._lp[:k]
+        self.expected_run = float(np.exp(lpk) @ self._runs[:k])
+        grow = lpk + lp
+        grow += self._log_1mh
         n = k + 1 if k < cap else cap
+        d *= self._inv_k1[:k]
+        d += mu  # each slot's mean after absorbing y
         new = self._lp[:n]
+        m = n - 1  # slots that move up by one (the last folds into the cap at the cap)
         if k < cap:
-            self._S[1:n] = S[: n - 1] + y  # right side is a copy: no aliasing
-            self._Q[1:n] = Q[: n - 1] + yy
             new[1:] = grow
         else:
-            self._S[1:] = S[:-1] + y
-            self._Q[1:] = Q[:-1] + yy
-            last = float(np.logaddexp(grow[-2], grow[-1]))
             new[1:] = grow[: cap - 1]
-            new[-1] = last
+            new[-1] = float(np.logaddexp(grow[-2], grow[-1]))
+        self._mu[1:n] = d[:m]
+        self._beta[1:n] = bn[:m]
+        self._L[1:n] = Ln[:m]
         new[0] = lp0 + self._log_h
-        self._S[0], self._Q[0] = y, yy
+        self._open(y, u, t0)
         top = float(new.max())
         ev = top + math.log(float(np.exp(new - top).sum()))
         new -= ev
@@ -129,8 +148,8 @@ class NigBocpd:
         return {
             "k": k,
             "lp": self._lp[:k].tolist(),
-            "S": self._S[:k].tolist(),
-            "Q": self._Q[:k].tolist(),
+            "mu": self._mu[:k].tolist(),
+            "beta": self._beta[:k].tolist(),
             "cp": self.cp,
             "log_evidence": self.log_evidence,
             "lp0": self.lp0,
@@ -148,8 +167,19 @@ class NigBocpd:
             if not np.isfinite(lp).all():
                 raise ValueError("non-finite run-length posterior")
             self._lp[:k] = lp
-            self._S[:k] = np.asarray(st["S"], dtype=np.float64).reshape(k, self.dims)
-            self._Q[:k] = np.asarray(st["Q"], dtype=np.float64).reshape(k, self.dims)
+            if "mu" in st:
+                mu = np.asarray(st["mu"], dtype=np.float64).reshape(k, self.dims)
+                beta = np.asarray(st["beta"], dtype=np.float64).reshape(k, self.dims)
+            else:  # sums and sums of squares (combiner v1 checkpoints)
+                S = np.asarray(st["S"], dtype=np.float64).reshape(k, self.dims)
+                Q = np.asarray(st["Q"], dtype=np.float64).reshape(k, self.dims)
+                mu = S / (self.kappa0 + np.arange(1.0, k + 1.0))[:, None]
+                beta = self.beta0 + 0.5 * (Q - S * mu)
+            if not (beta > 0).all():
+                raise ValueError("non-positive NIG scale")
+            self._mu[:k] = mu
+            self._beta[:k] = beta
+            self._L[:k] = np.log(beta).sum(1)
         self.cp = float(st["cp"])
         self.log_evidence = float(st["log_evidence"])
         self.lp0 = float(st["lp0"])
