@@ -11,19 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from flows.consolidate import consolidate
-from episodic.service.ingest import ingest_file
-from tests.integration.helpers import make_runtime, synthetic_stream, write_jsonl
+from episodic.adapters.embedded import Memory
+from tests.integration.helpers import make_memory, synthetic_stream, write_jsonl
 from tests.integration.prefect_server import prefect_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 EPISODIC = str(Path(sys.executable).parent / "episodic")
 
 
-def _shape(rt, user: str) -> list[tuple[str, int, int, str]]:  # type: ignore[no-untyped-def]
-    return [
-        (e.stream_id, e.first_seq, e.last_seq, e.boundary_reason) for e in rt.episodes.list(user)
-    ]
+def _shape(m: Memory, user: str) -> list[tuple[str, int, int, str]]:
+    return [(e.stream_id, e.first_seq, e.last_seq, e.reason) for e in m.episodes(user)]
 
 
 def test_two_consolidations_at_once_equal_one(tmp_path: Path) -> None:
@@ -32,15 +29,15 @@ def test_two_consolidations_at_once_equal_one(tmp_path: Path) -> None:
     )
     src = write_jsonl(tmp_path / "t.jsonl", turns)
 
-    one = make_runtime(tmp_path / "one")
-    ingest_file(one.raw, src, "jsonl")
-    consolidate(user="u1", flush=True)
+    one = make_memory(tmp_path / "one")
+    one.ingest(src, "jsonl")
+    one.consolidate("u1", flush=True)
     expected = _shape(one, "u1")
     assert expected
 
     home = tmp_path / "two"
-    both = make_runtime(home)
-    ingest_file(both.raw, src, "jsonl")
+    both = make_memory(home)
+    both.ingest(src, "jsonl")
     # one Prefect server for both processes, as an operator runs them
     with prefect_server(tmp_path / "srv") as srv:
         env = srv.env()
@@ -61,5 +58,5 @@ def test_two_consolidations_at_once_equal_one(tmp_path: Path) -> None:
     # every turn was segmented by exactly one of the two runs
     assert sum(s["turns_processed"] for s in summaries) == len(turns)
     assert sum(s["episodes_closed"] for s in summaries) == len(expected)
-    scored = [e.salience for e in both.episodes.list("u1")]
+    scored = [e.salience for e in both.episodes("u1")]
     assert all(1 <= s <= 10 for s in scored)
