@@ -76,7 +76,9 @@ def test_kill_9_of_consolidate_leaves_no_prefect_server(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
     env.update(runtime_env(home), PREFECT_HOME=str(tmp_path / "prefect"), PYTHONPATH=str(ROOT))
     src = write_jsonl(tmp_path / "in.jsonl", fact_turns(episodes=8))
-    ingest = run_in_root([sys.executable, "-m", "episodic.adapters.cli.main", "ingest", str(src), "--json"], env)
+    ingest = run_in_root(
+        [sys.executable, "-m", "episodic.adapters.cli.main", "ingest", str(src), "--json"], env
+    )
     assert ingest.returncode == 0, ingest.stderr[-2000:]
 
     cli = subprocess.Popen(
