@@ -19,7 +19,9 @@ from typing import Any, Literal
 import typer
 from pydantic import BaseModel, Field
 
-llm_app = typer.Typer(no_args_is_help=True, help="The language model: a local server, a check.")
+from episodic.adapters.cli.guard import GuardedTyper
+
+llm_app = GuardedTyper(no_args_is_help=True, help="The language model: a local server, a check.")
 
 
 class Check(BaseModel):
