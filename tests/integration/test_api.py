@@ -11,9 +11,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from episodic.adapters.embedded import Memory as Embedded
@@ -249,7 +250,7 @@ def test_serve_api_builds_one_memory_with_its_runner(
     serve_api("127.0.0.1", 8799)
     [(app, kw)] = served
     assert isinstance(app, BodyLimit)
-    memory = app.app.state.memory
+    memory = cast(FastAPI, app.app).state.memory
     assert memory.runner is (run_deployment if prefect_api else run_flow)
     assert memory.settings.home == tmp_path / "home"
     assert kw["host"] == "127.0.0.1" and kw["port"] == 8799 and kw["access_log"] is False

@@ -12,6 +12,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.result import Err
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
@@ -51,6 +52,8 @@ def test_api_conforms(served: tuple[Any, str]) -> None:
     api = schemathesis.openapi.from_asgi("/openapi.json", app)
     seen: list[str] = []
     for result in api.get_all_operations():
+        if isinstance(result, Err):
+            raise result.err()
         op = result.ok()
         seen.append(op.label)
 
@@ -62,7 +65,7 @@ def test_api_conforms(served: tuple[Any, str]) -> None:
             derandomize=True,
             database=None,
         )
-        def run(case: schemathesis.Case) -> None:
+        def run(case: schemathesis.Case[Any]) -> None:
             case.call_and_validate(headers={"Authorization": f"Bearer {key}"}, checks=CHECKS)
 
         run()

@@ -28,6 +28,7 @@ import pytest
 from episodic.adapters.embedded import Memory
 from episodic.adapters.mcp.server import build_server
 from episodic.retrieval import ScoreWeights
+from episodic.service.memory import Memory as Service
 from tests.integration.api_support import (
     api_client,
     mcp_calls,
@@ -76,7 +77,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-def _age(memory: Memory, days: int) -> None:
+def _age(memory: Service, days: int) -> None:
     """Make the facts and reflections `days` older: their recency falls to
     0.5 ** days, and a recall (which resets it to 1) shows in the next
     search's scores, so a face searching after another's recalls disagrees."""
@@ -121,7 +122,7 @@ def _timed(clock: list[float], search: Any) -> Any:
 
 def _drift(seconds: float) -> float:
     """The most recency can lose in `seconds` (at its steepest, just accessed)."""
-    return 1.0 - 0.5 ** (seconds / 3600.0 / ScoreWeights().half_life_hours)
+    return 1.0 - float(0.5 ** (seconds / 3600.0 / ScoreWeights().half_life_hours))
 
 
 def _same_hits(a: list[dict[str, Any]], b: list[dict[str, Any]], seconds: float) -> None:
