@@ -100,20 +100,9 @@ def keys_revoke(
 
 def _capture(path: Path, fmt: str, user: str, as_json: bool, override: bool = True) -> None:
     from episodic.errors import IngestError
-    from episodic.service.capture import capture_file
-    from storage.offsets import Offsets
 
-    rt = memory().rt
     try:
-        rep = capture_file(
-            rt.raw,
-            Offsets(rt.store),
-            path,
-            fmt,
-            user_id=user,
-            max_turn_chars=rt.settings.max_turn_chars,
-            override_user=override,
-        )
+        rep = memory().capture(path, fmt, user_id=user, override_user=override)
     except (IngestError, OSError) as e:
         fail(ExitCode.USAGE, str(e))
     if as_json:
