@@ -3,7 +3,9 @@
 The key is a SHA-256 over the provider name, the model, the messages, the
 response model's JSON schema and a fingerprint of the context (which the
 validators and the offline answer may read). One JSON file per key under
-`cache_dir/<key[:2]>/<key>.json`, written to a temporary file and renamed,
+`cache_dir/<key[:2]>/<key>.json` (under `cache_dir/users/<hash of the user>/`
+while a step runs for one user, `owned_by`, so forgetting a user removes
+that user's entries and no one else's), written to a temporary file and renamed,
 so a crash never leaves half an entry; an unreadable or no longer valid
 entry is a miss. Validated answers are stored, and so is an answer that
 never fit the schema (the model's answer to that exact prompt, at
@@ -14,12 +16,17 @@ are never cached: a rerun asks again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -29,6 +36,41 @@ from episodic.llm.base import BaseProvider, LLMProvider, Message
 from episodic.llm.validate import coerce
 
 T = TypeVar("T", bound=BaseModel)
+
+# the user whose step is asking (set per thread of work by `owned_by`)
+_OWNER: ContextVar[str | None] = ContextVar("episodic_llm_cache_owner", default=None)
+
+
+@contextmanager
+def owned_by(user_id: str) -> Iterator[None]:
+    """Within the block, cached answers are kept under `user_id`'s folder."""
+    token = _OWNER.set(user_id)
+    try:
+        yield
+    finally:
+        _OWNER.reset(token)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def per_user(fn: Callable[P, R]) -> Callable[P, R]:
+    """A step whose `user_id` argument owns the answers it caches."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def step(*args: P.args, **kwargs: P.kwargs) -> R:
+        with owned_by(str(sig.bind_partial(*args, **kwargs).arguments["user_id"])):
+            return fn(*args, **kwargs)
+
+    return step
+
+
+def user_folder(cache_dir: Path | str, user_id: str) -> Path:
+    """Where a user's cached answers live (a hash: the id never becomes a path)."""
+    digest = hashlib.sha256(user_id.encode()).hexdigest()[:24]
+    return Path(cache_dir) / "users" / digest
 
 
 def fingerprint(context: dict[str, Any] | None) -> str:
@@ -62,7 +104,9 @@ class ResponseCache:
         self.cache_dir = Path(cache_dir)
 
     def _path(self, key: str) -> Path:
-        return self.cache_dir / key[:2] / f"{key}.json"
+        owner = _OWNER.get()
+        base = self.cache_dir if owner is None else user_folder(self.cache_dir, owner)
+        return base / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
         entry = self._entry(key)
@@ -97,7 +141,7 @@ class ResponseCache:
             raise
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.cache_dir.glob("*/*.json"))
+        return sum(1 for _ in self.cache_dir.rglob("*.json"))
 
 
 class CachedProvider(BaseProvider):

@@ -22,6 +22,7 @@ import numpy as np
 
 from episodic.crashpoints import crashpoint
 from episodic.facts import CandidateSet, ExistingFact, FactTurn, decide, extract_facts
+from episodic.llm.cache import per_user
 from episodic.models import Episode, Turn, now_utc
 from episodic.service import digests
 from episodic.service.fact_mirror import ActiveFacts
@@ -189,6 +190,7 @@ def flush_done(rt: Runtime, user_id: str, done: dict[str, str]) -> None:
         done.clear()
 
 
+@per_user
 def merge_pending(rt: Runtime, user_id: str, now: datetime | None = None) -> FactBatch:
     """Merge every closed episode of the user whose facts are not done, in
     event order. Serialised per user: two merges never race on candidates."""

@@ -39,6 +39,7 @@ from episodic.service.views import (
     EpisodeView,
     FactEvent,
     FactView,
+    ForgetReceipt,
     Hit,
     ReflectionView,
     Rejection,
@@ -297,9 +298,38 @@ class Memory:
         self.rt.store.ensure_indexes()
         return report
 
-    def forget(self, user_id: str, **what: str) -> dict[str, Any]:
-        """The seam for forgetting (issue 30): not built yet."""
-        raise NotImplementedError("forget is not built yet (issue 30)")
+    def forget(
+        self,
+        user_id: str,
+        *,
+        turn: str | None = None,
+        episode: str | None = None,
+        fact: str | None = None,
+        actor: str = "python",
+    ) -> ForgetReceipt:
+        """Erase a whole user, or one turn, episode or fact of theirs (at most
+        one of the three), from every file; re-derive what depended on it.
+        The receipt (also an audit row) holds counts, never content."""
+        from episodic.service import forget as f
+
+        asked = [(k, v) for k, v in (("turn", turn), ("episode", episode), ("fact", fact)) if v]
+        if len(asked) > 1:
+            raise ValueError("forget one turn, episode or fact at a time (or the whole user)")
+        rt = self.rt
+        if not asked:
+            return ForgetReceipt(**f.forget_user(rt, user_id, actor))
+        kind, ident = asked[0]
+        if kind == "fact":
+            ids = [x.fact_id for x in rt.facts.list(user_id, include_inactive=True)]
+            full = self._resolve("fact", ident, ids)
+            return ForgetReceipt(**f.forget_fact(rt, user_id, full, actor))
+        if kind == "episode":
+            ids = [e.episode_id for e in rt.episodes.list(user_id)]
+            full = self._resolve("episode", ident, ids)
+            return ForgetReceipt(**f.forget_episode(rt, user_id, full, actor))
+        if not rt.raw.by_ids(user_id, [ident]):
+            raise NotFoundError("turn", ident, "not stored for this user")
+        return ForgetReceipt(**f.forget_turns(rt, user_id, [ident], "turn", ident, actor))
 
     # ---- keys --------------------------------------------------------------
     @property

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from episodic.llm.cache import per_user
 from episodic.llm.fallback import structured_or_offline
 from episodic.models import Episode, Reflection, now_utc, stable_id
 from episodic.prompts.reflection import focal_question_messages, insight_messages
@@ -60,6 +61,7 @@ def owners(rt: Runtime, ids: list[str]) -> dict[str, str]:
     return found
 
 
+@per_user
 def reflect_if_due(rt: Runtime, user_id: str, *, force: bool = False) -> dict[str, Any]:
     eps, total = since_last(rt, user_id)
     if not eps or not (force or should_reflect(total, rt.settings.reflection_threshold)):

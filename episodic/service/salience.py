@@ -15,6 +15,7 @@ import numpy as np
 
 from episodic.crashpoints import crashpoint
 from episodic.digest import digest_episode
+from episodic.llm.cache import per_user
 from episodic.models import Episode, Turn, now_utc
 from episodic.service import digests
 from episodic.service.runtime import Runtime
@@ -36,6 +37,7 @@ def _turns_of(rt: Runtime, user_id: str, episodes: list[Episode]) -> dict[str, T
     return {t.turn_id: t for t in rt.raw.by_ids(user_id, ids)}
 
 
+@per_user
 def score_pending(
     rt: Runtime, user_id: str, episode_ids: list[str], now: datetime | None = None
 ) -> SalienceBatch:

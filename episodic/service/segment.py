@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from episodic.crashpoints import crashpoint
+from episodic.llm.cache import per_user
 from episodic.models import Episode, Turn, now_utc
 from episodic.segment import Detector
 from episodic.segment.clock import CLAMPED_KEY, segment_time
@@ -175,6 +176,7 @@ def poll_stream(
     return poll_streams(rt, user_id, [(stream_id, head_seq)], now=now, judge=judge, flush=flush)[0]
 
 
+@per_user
 def poll_streams(
     rt: Runtime,
     user_id: str,

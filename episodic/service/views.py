@@ -192,3 +192,18 @@ class AddReceipt(View):
     duplicates: int
     rejected: list[Rejection] = Field(default_factory=list)
     turn_ids: list[str] = Field(default_factory=list)
+
+
+class ForgetReceipt(View):
+    """What a forget removed: per table, rows erased (or turns redacted); no content."""
+
+    audit_id: str
+    at: datetime
+    actor: str
+    kind: str  # user | turn | episode | fact
+    target: str  # a hash of the user and the id
+    counts: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())

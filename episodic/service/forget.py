@@ -1,0 +1,204 @@
+"""Forget a user, a turn, an episode or a fact (README: "Forgetting").
+
+A user: every row of every user table (storage/forget.py's registry), the
+user's cached model answers, spooled hook entries and timeline pictures,
+then every older table version, so no file under the home still holds them.
+It runs under the user's lease: a consolidation of that user in flight
+finishes first, and none starts until the forget is done.
+
+A turn or an episode: raw keeps its place in the stream (seqs stay
+contiguous: the log's invariants hold) but the turn's text and metadata are
+replaced by a tombstone; its vector and search document go; the episode that
+held it is re-derived from what is left (text, summary, centroid), the facts
+whose only source was that episode are removed with their history, the
+reflections citing it are removed, and the episode is queued for fact
+extraction again. A fact: its row and every history row that names it;
+facts that superseded it stop pointing at it; reflections citing it go.
+
+Every forget appends an audit row (no content) and returns it as a receipt;
+a repeated forget is a no-op with the same receipt shape.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from episodic.errors import NotFoundError
+from episodic.llm.cache import user_folder
+from episodic.models import Episode
+from episodic.service.runtime import Runtime
+from episodic.service.search import sync_turn_docs
+from episodic.service.timeline import latest_plot_path
+from episodic.spool import claim, done
+from episodic.vocab import FactsState
+from storage import filters
+from storage.forget import erase_user, present, purge_versions, record
+from storage.lease import user_lease
+from storage.search import TURN_DOCS
+
+TOMBSTONE = "[forgotten]"
+
+
+def forget_user(rt: Runtime, user_id: str, actor: str) -> dict[str, Any]:
+    store = rt.store
+    with user_lease(store.uri, user_id):
+        rt.recalls.flush()
+        counts = erase_user(store, user_id)
+        purge_versions(store, [n for n, c in counts.items() if c])
+        counts["llm_cache"] = _drop_cached(rt, user_id)
+        counts["spool"] = _drop_spooled(rt, user_id)
+        plot = latest_plot_path(rt.settings.home, user_id)
+        counts["plots"] = int(plot.exists())
+        plot.unlink(missing_ok=True)
+    return record(store, actor=actor, kind="user", user_id=user_id, target="", counts=counts)
+
+
+def _drop_cached(rt: Runtime, user_id: str) -> int:
+    """The user's cached model answers (all of them: an entry does not say
+    which turns its prompt held; the cost is a model call on a rerun)."""
+    folder = user_folder(rt.settings.cache_dir / "llm", user_id)
+    n = sum(1 for _ in folder.rglob("*.json")) if folder.exists() else 0
+    shutil.rmtree(folder, ignore_errors=True)
+    return n
+
+
+def _drop_spooled(rt: Runtime, user_id: str) -> int:
+    """Spooled hook entries of the user go; the others are put back."""
+    from episodic.spool import enqueue
+
+    dropped = 0
+    for entry in claim(rt.settings.home):
+        done(entry)
+        if entry.user_id == user_id:
+            dropped += 1
+        else:
+            enqueue(rt.settings.home, entry.user_id, entry.path, entry.fmt)
+    return dropped
+
+
+def forget_fact(rt: Runtime, user_id: str, fact_id: str, actor: str) -> dict[str, Any]:
+    store = rt.store
+    with user_lease(store.uri, user_id):
+        counts = _erase_facts(rt, user_id, [fact_id])
+        counts["reflections"] = _erase_reflections(rt, user_id, facts=[fact_id])
+        counts["llm_cache"] = _drop_cached(rt, user_id)
+        purge_versions(store, [n for n, c in counts.items() if c])
+    return record(store, actor=actor, kind="fact", user_id=user_id, target=fact_id, counts=counts)
+
+
+def forget_turns(
+    rt: Runtime, user_id: str, turn_ids: Sequence[str], kind: str, target: str, actor: str
+) -> dict[str, Any]:
+    """Tombstone the turns, re-derive their episodes (see the module docstring)."""
+    store = rt.store
+    counts: Counter[str] = Counter()
+    with user_lease(store.uri, user_id):
+        turns = rt.raw.by_ids(user_id, list(turn_ids))
+        ids = [t.turn_id for t in turns if t.text != TOMBSTONE]
+        if ids:
+            store.update_columns(
+                "raw_turns", [{"turn_id": i, "text": TOMBSTONE, "meta": "{}"} for i in ids]
+            )
+        counts["raw_turns"] = len(ids)
+        if ids and "turn_vectors" in present(store):
+            tbl = store.db.open_table("turn_vectors")
+            cond = filters.sql(filters.user_in(user_id, "turn_id", ids))
+            counts["turn_vectors"] = int(tbl.count_rows(cond))
+            tbl.delete(cond)
+        if ids and TURN_DOCS in present(store):
+            # a turn's search document holds the turn before it too: the
+            # stream's documents are written again from the redacted log
+            streams = sorted({t.stream_id for t in turns if t.turn_id in set(ids)})
+            tbl = store.db.open_table(TURN_DOCS)
+            cond = filters.sql(filters.user(user_id) & filters.within("stream_id", streams))
+            counts[TURN_DOCS] = int(tbl.count_rows(cond))
+            tbl.delete(cond)
+            sync_turn_docs(rt, user_id)
+        for e in _episodes_holding(rt, user_id, [t.turn_id for t in turns]):
+            counts["episodes"] += _rederive(rt, e)
+            sole = [f.fact_id for f in rt.facts.list(user_id, include_inactive=True)
+                    if f.source_episode_ids == [e.episode_id]]  # fmt: skip
+            counts.update(_erase_facts(rt, user_id, sole))
+            counts["reflections"] += _erase_reflections(
+                rt, user_id, episodes=[e.episode_id], facts=sole
+            )
+        counts["llm_cache"] = _drop_cached(rt, user_id) if ids else 0
+        purge_versions(store, [n for n, c in counts.items() if c])
+    return record(store, actor=actor, kind=kind, user_id=user_id, target=target, counts=counts)
+
+
+def forget_episode(rt: Runtime, user_id: str, episode_id: str, actor: str) -> dict[str, Any]:
+    found = rt.episodes.by_ids(user_id, [episode_id])
+    if not found:
+        raise NotFoundError("episode", episode_id, "not stored for this user")
+    turns = list(found[0].turn_ids)
+    return forget_turns(rt, user_id, turns, "episode", episode_id, actor)
+
+
+def _episodes_holding(rt: Runtime, user_id: str, turn_ids: list[str]) -> list[Episode]:
+    wanted = set(turn_ids)
+    return [e for e in rt.episodes.list(user_id) if wanted & set(e.turn_ids)]
+
+
+def _rederive(rt: Runtime, e: Episode) -> int:
+    """The episode's text, summary and centroid from its turns as they are now."""
+    from episodic.service.segment import episode_text
+
+    turns = sorted(rt.raw.by_ids(e.user_id, list(e.turn_ids)), key=lambda t: t.seq)
+    kept = [t for t in turns if t.text != TOMBSTONE]
+    text = episode_text(kept) if kept else ""
+    vec = rt.embedder.embed([text])[0] if text else None
+    centroid = [float(x) for x in vec] if vec is not None else [0.0] * rt.store.dim
+    rt.store.update_columns(
+        "episodes",
+        [
+            {
+                "episode_id": e.episode_id,
+                "text": text,
+                "summary": "",
+                "centroid": centroid,
+                "facts_state": FactsState.PENDING.value,
+                "fact_plan": "",
+            }
+        ],
+    )
+    return 1
+
+
+def _erase_facts(rt: Runtime, user_id: str, fact_ids: list[str]) -> dict[str, int]:
+    store = rt.store
+    if not fact_ids:
+        return {"facts": 0, "fact_history": 0}
+    facts = store.db.open_table("facts")
+    cond = filters.sql(filters.user_in(user_id, "fact_id", fact_ids))
+    n_facts = int(facts.count_rows(cond))
+    facts.delete(cond)
+    hist = store.db.open_table("fact_history")
+    n_hist = 0
+    for column in ("fact_id", "new_fact_id"):
+        hcond = filters.sql(filters.user_in(user_id, column, fact_ids))
+        n_hist += int(hist.count_rows(hcond))
+        hist.delete(hcond)
+    successors = [f.fact_id for f in rt.facts.list(user_id, include_inactive=True)
+                  if f.supersedes in set(fact_ids)]  # fmt: skip
+    if successors:
+        store.update_columns("facts", [{"fact_id": f, "supersedes": None} for f in successors])
+    return {"facts": n_facts, "fact_history": n_hist}
+
+
+def _erase_reflections(
+    rt: Runtime, user_id: str, *, episodes: Sequence[str] = (), facts: Sequence[str] = ()
+) -> int:
+    cited = set(episodes) | set(facts)
+    gone = [
+        r.reflection_id
+        for r in rt.reflections.list(user_id, include_archived=True)
+        if cited & (set(r.evidence_episode_ids) | set(r.evidence_fact_ids))
+    ]
+    if gone:
+        tbl = rt.store.db.open_table("reflections")
+        tbl.delete(filters.sql(filters.user_in(user_id, "reflection_id", gone)))
+    return len(gone)

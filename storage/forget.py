@@ -1,0 +1,112 @@
+"""Forgetting: the one deliberate exception to "raw is immutable".
+
+`USER_TABLES` is the one registry of tables that hold a user's rows (every
+table of `schemas.TABLES`, the search documents, API keys and capture
+offsets); a test fails when the store has a table with a `user_id` column
+that is not in it. `erase_user` deletes a user's rows from each, then makes
+the deletion an erasure: a LanceDB delete only hides rows from the newest
+version, so the text indexes are rebuilt and every older version is cleaned
+up (`optimize(cleanup_older_than=0)`), leaving no file that still holds them.
+
+`forget_audit` keeps one row per forget: when, who asked, what kind, a hash
+of the target and per-table counts; never content.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+import pyarrow as pa
+from lancedb.index import FTS
+
+from episodic.models import now_utc, stable_id
+from storage import filters, schemas
+from storage.codec import to_naive
+from storage.db import FTS_COLUMNS, Store
+from storage.keys import TABLE as KEYS_TABLE
+from storage.keys import open_table
+from storage.offsets import TABLE as OFFSETS_TABLE
+from storage.search import TURN_DOCS
+
+USER_TABLES: tuple[str, ...] = (*schemas.TABLES, TURN_DOCS, KEYS_TABLE, OFFSETS_TABLE)
+AUDIT = "forget_audit"
+# text indexes outside the registry's FTS_COLUMNS: rebuilt after an erase
+_EXTRA_FTS = {TURN_DOCS: "doc"}
+
+
+def audit_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            ("audit_id", pa.string()),
+            ("at", pa.timestamp("us")),
+            ("actor", pa.string()),
+            ("kind", pa.string()),  # user | turn | episode | fact
+            ("target", pa.string()),  # a hash of the user and the id, never the id's text
+            ("counts", pa.string()),  # JSON: table -> rows removed or redacted
+        ]
+    )
+
+
+def present(store: Store) -> list[str]:
+    """The registry's tables that exist in this store."""
+    have = set(store.db.list_tables().tables)
+    return [name for name in USER_TABLES if name in have]
+
+
+def erase_user(store: Store, user_id: str) -> dict[str, int]:
+    """Delete every row of `user_id` from every user table; per-table counts."""
+    counts: dict[str, int] = {}
+    cond = filters.sql(filters.user(user_id))
+    for name in present(store):
+        tbl = store.db.open_table(name)
+        n = int(tbl.count_rows(cond))
+        if n:
+            tbl.delete(cond)
+        counts[name] = n
+    return counts
+
+
+def purge_versions(store: Store, names: Iterable[str]) -> None:
+    """Make deletions erasures: rewrite every fragment that has deleted rows
+    (a delete only marks them), rebuild the text index (an inverted index
+    keeps the tokens of deleted rows), and drop every older version."""
+    tables = set(present(store))
+    for name in (n for n in names if n in tables):
+        tbl = store.db.open_table(name)
+        tbl.to_lance().optimize.compact_files(
+            materialize_deletions=True, materialize_deletions_threshold=0.0
+        )
+        column = FTS_COLUMNS.get(name) or _EXTRA_FTS.get(name)
+        if column and any(tuple(ix.columns) == (column,) for ix in tbl.list_indices()):
+            tbl.create_index(column, config=FTS(), replace=True)
+        with warnings.catch_warnings():  # no older version may survive: that is the point
+            warnings.simplefilter("ignore", UserWarning)
+            tbl.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+
+
+def record(
+    store: Store, *, actor: str, kind: str, user_id: str, target: str, counts: Mapping[str, int]
+) -> dict[str, Any]:
+    """Append the audit row of one forget and return it (JSON-ready)."""
+    now = now_utc()
+    row = {
+        "audit_id": stable_id("forget", user_id, kind, target, now.isoformat()),
+        "at": to_naive(now),
+        "actor": actor,
+        "kind": kind,
+        "target": stable_id("forgotten", user_id, target),
+        "counts": json.dumps(dict(counts), sort_keys=True),
+    }
+    tbl = open_table(store, AUDIT, audit_schema())
+    tbl.add(pa.Table.from_pylist([row], schema=audit_schema()))
+    return {**row, "at": now.isoformat(), "counts": dict(counts)}
+
+
+def audit_rows(store: Store) -> list[dict[str, Any]]:
+    tbl = open_table(store, AUDIT, audit_schema())
+    rows: list[dict[str, Any]] = tbl.search().limit(None).to_list()
+    return [{**r, "counts": json.loads(r["counts"])} for r in rows]

@@ -1,0 +1,138 @@
+"""Forgetting erases (issue 30): a canary planted in one user's turns is in
+raw, facts, summaries, reflections, search documents and cached model
+answers after consolidation, and in no file under the home after the user
+(or the one turn) is forgotten, while another user's rows are unchanged; the
+receipt's counts are what was removed, and a repeat is a no-op."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from episodic.adapters.embedded import Memory
+from episodic.llm.cache import CachedProvider
+from episodic.llm.offline import OfflineProvider
+from flows.reflect import reflect
+from storage.forget import audit_rows, present
+from storage.filters import user as user_is
+from tests.integration.helpers import settings_at
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+CANARY = "zqxcanary"  # lowercase: the text index keeps tokens lowercased
+
+
+def _memory(home: Path) -> Memory:
+    settings = settings_at(home)
+    provider = CachedProvider(OfflineProvider(), settings.cache_dir / "llm")
+    return Memory(settings, provider=provider)
+
+
+def _turns(secret: str, n: int = 4) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for day in range(n):
+        ts = f"2025-03-{day + 1:02d}T09:00:00Z"
+        out += [
+            {"role": "user", "text": f"I moved to {secret}ville last week, my dog is {secret}dog.",
+             "ts": ts, "id": f"{secret}-u{day}"},
+            {"role": "assistant", "text": f"Noted: you live in {secret}ville now.",
+             "ts": ts.replace(":00:00", ":00:05"), "id": f"{secret}-a{day}"},
+        ]  # fmt: skip
+    return out
+
+
+def _files_with(home: Path, needle: str) -> list[str]:
+    raw = needle.encode()
+    hits = []
+    for path in home.rglob("*"):
+        if path.is_file() and raw in path.read_bytes().lower():
+            hits.append(str(path.relative_to(home)))
+    return sorted(hits)
+
+
+def _rows(memory: Memory, user: str) -> dict[str, list[dict[str, Any]]]:
+    store = memory.rt.store
+    return {
+        name: sorted(
+            store.db.open_table(name).search().where(user_is(user)).limit(None).to_list(),
+            key=repr,
+        )
+        for name in present(store)
+    }
+
+
+def _consolidated(home: Path) -> Memory:
+    memory = _memory(home)
+    memory.add("victim", _turns(CANARY))
+    memory.add("other", _turns("plain"))
+    memory.consolidate(flush=True)
+    reflect(user="victim", force=True, memory=memory)
+    memory.search("victim", f"where is {CANARY}ville")  # search documents
+    memory.close()
+    return memory
+
+
+def test_forget_user_leaves_no_file_with_the_canary(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    memory = _consolidated(home)
+    before = _files_with(home, CANARY)
+    assert any(p.startswith("lancedb/raw_turns") for p in before), before
+    assert any(p.startswith("cache/llm/users/") for p in before), before
+    assert any(p.startswith("lancedb/facts") for p in before), before
+    other = _rows(memory, "other")
+    held = {n: len(rows) for n, rows in _rows(memory, "victim").items()}
+
+    receipt = memory.forget("victim", actor="test")
+
+    assert _files_with(home, CANARY) == []
+    assert _rows(memory, "other") == other
+    assert {n: c for n, c in receipt.counts.items() if n in held} == held
+    assert receipt.counts["llm_cache"] > 0
+    assert memory.search("victim", f"{CANARY}ville") == []
+    assert memory.doctor().ok
+    again = memory.forget("victim", actor="test")
+    assert again.kind == receipt.kind and set(again.counts) == set(receipt.counts)
+    assert again.total == 0
+    audit = audit_rows(memory.rt.store)
+    assert [a["kind"] for a in audit] == ["user", "user"]
+    assert all(CANARY not in repr(a) and "victim" not in repr(a) for a in audit)
+
+
+def test_forget_one_turn_erases_it_and_rederives_its_episode(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    memory = _memory(home)
+    turns = _turns("plain")
+    turns[2]["text"] = f"By the way, my locker code is {CANARY}42."
+    memory.add("u", turns)
+    memory.consolidate(flush=True)
+    memory.search("u", "locker code")
+    memory.close()
+    assert _files_with(home, CANARY)
+    turn_id = memory.add("u", [turns[2]]).turn_ids[0]
+
+    receipt = memory.forget("u", turn=turn_id, actor="test")
+
+    assert _files_with(home, CANARY) == []
+    assert receipt.counts["raw_turns"] == 1 and receipt.counts["episodes"] == 1
+    assert memory.doctor("u").ok
+    texts = [t.text for e in memory.episodes("u") for t in memory.episode("u", e.episode_id).turns]
+    assert texts.count("[forgotten]") == 1 and len(texts) == len(turns)
+    assert memory.forget("u", turn=turn_id, actor="test").counts["raw_turns"] == 0
+
+
+def test_every_table_with_a_user_column_is_in_the_forget_registry(tmp_path: Path) -> None:
+    from storage.forget import AUDIT, USER_TABLES
+
+    memory = _consolidated(tmp_path / "home")
+    memory.create_key("victim")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"role": "user", "text": "hi", "ts": 1700000000}\n', encoding="utf-8")
+    memory.capture(transcript, "jsonl", user_id="victim")
+    db = memory.rt.store.db
+    names = db.list_tables().tables
+    assert {"api_keys", "capture_offsets", "turn_docs", "raw_turns"} <= set(names)
+    scoped = {n for n in names if "user_id" in db.open_table(n).schema.names}
+    assert scoped - set(USER_TABLES) == set()
+    assert AUDIT not in scoped
