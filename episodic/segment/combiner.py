@@ -20,15 +20,54 @@ from typing import Any
 
 import numpy as np
 
-from episodic.segment.features import NAMES, BoundaryFeatures
+from episodic.segment.features import BOCPD, LEXICAL, NAMES, BoundaryFeatures
 
 FORMAT = "episodic.segment.combiner"
 DEFAULT_MODEL = "full"
 
 
+ADAPT_MODES = ("fixed", "z")
+
+
+class StreamNorm:
+    """The stream's own recent history of boundary scores, past-only: an exponentially
+    weighted mean and variance of the log-odds of every candidate scored so far,
+    starting from the training distribution (`m0`, `v0`) held with the weight of
+    `n0` candidates; each new candidate weighs max(`floor`, 1 / (n + 1)). A
+    candidate is judged by its z-score against the history before it, so the
+    density of cuts follows the stream rather than the corpus fitted on."""
+
+    __slots__ = ("m", "v", "n", "floor")
+
+    def __init__(self, m0: float, v0: float, n0: float, floor: float) -> None:
+        self.m, self.v, self.n, self.floor = m0, v0, n0, floor
+
+    def z(self, s: float) -> float:
+        return (s - self.m) / math.sqrt(self.v + 1e-9)
+
+    def push(self, s: float) -> None:
+        a = max(self.floor, 1.0 / (self.n + 1.0))
+        d = s - self.m
+        self.m += a * d
+        self.v = (1.0 - a) * (self.v + a * d * d)
+        self.n += 1.0
+
+    def state(self) -> list[float]:
+        return [self.m, self.v, self.n]
+
+    def load(self, st: list[float]) -> None:
+        m, v, n = (float(x) for x in st)
+        if not (math.isfinite(m) and math.isfinite(v) and v >= 0 and n >= 0):
+            raise ValueError("stream score history out of range")
+        self.m, self.v, self.n = m, v, n
+
+
 @dataclass(frozen=True)
 class LinearModel:
-    """One fitted logistic regression on named features, with its threshold."""
+    """One fitted logistic regression on named features, with its decision rule:
+    `adapt["mode"]` "fixed" cuts at probability >= `threshold`; "z" cuts when the
+    log-odds' z-score against the stream's history (`StreamNorm`, prior and rate
+    in `adapt`) is >= `threshold`."""
 
     features: tuple[str, ...]
     mean: np.ndarray
@@ -36,6 +75,7 @@ class LinearModel:
     coef: np.ndarray
     intercept: float
     threshold: float
+    adapt: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.features)
@@ -44,8 +84,28 @@ class LinearModel:
             raise ValueError(f"unknown combiner features: {sorted(unknown)}")
         if not (self.mean.shape == self.scale.shape == self.coef.shape == (n,)):
             raise ValueError("combiner arrays do not match its feature list")
-        if not 0.0 < self.threshold < 1.0 or not (self.scale > 0).all():
-            raise ValueError("combiner threshold must be in (0, 1) and scales > 0")
+        if not (self.scale > 0).all():
+            raise ValueError("combiner scales must be > 0")
+        if self.mode not in ADAPT_MODES:
+            raise ValueError(f"unknown decision mode {self.mode!r}")
+        if self.mode == "fixed" and not 0.0 < self.threshold < 1.0:
+            raise ValueError("a fixed combiner threshold must be in (0, 1)")
+        if not math.isfinite(self.threshold):
+            raise ValueError("combiner threshold must be finite")
+
+    @property
+    def mode(self) -> str:
+        return str((self.adapt or {}).get("mode", "fixed"))
+
+    def norm(self) -> StreamNorm | None:
+        """A fresh history for a new stream (None for a fixed threshold)."""
+        if self.mode == "fixed":
+            return None
+        a = self.adapt or {}
+        return StreamNorm(float(a["m0"]), float(a["v0"]), float(a["n0"]), float(a["floor"]))
+
+    def logit(self, row: dict[str, float]) -> float:
+        return float(self.logit_parts(row).sum()) + self.intercept
 
     def logit_parts(self, row: dict[str, float]) -> np.ndarray:
         x = np.array([_value(row, f) for f in self.features])
@@ -66,6 +126,7 @@ class LinearModel:
             "coef": self.coef.tolist(),
             "intercept": self.intercept,
             "threshold": self.threshold,
+            "adapt": self.adapt or {"mode": "fixed"},
         }
 
     @classmethod
@@ -77,6 +138,7 @@ class LinearModel:
             np.asarray(d["coef"], dtype=np.float64),
             float(d["intercept"]),
             float(d["threshold"]),
+            dict(d.get("adapt") or {"mode": "fixed"}),
         )
 
 
@@ -103,8 +165,11 @@ class CombinerParams:
         out: np.ndarray = self.comps @ (x - self.mean)
         return out
 
-    def features(self) -> BoundaryFeatures:
+    def features(self, reads: tuple[str, ...] | None = None) -> BoundaryFeatures:
+        """The online features; `reads`: the names a model reads (None: all), so
+        that groups no model reads (BOCPD, lexical) are not computed."""
         h = self.hyper
+        need = set(NAMES) if reads is None else {p for f in reads for p in f.split("*")}
         return BoundaryFeatures(
             self.comps.shape[0],
             self.boc_scale,
@@ -114,6 +179,8 @@ class CombinerParams:
             kappa0=float(h["kappa0"]),
             alpha0=float(h["alpha0"]),
             beta0=float(h["beta0"]),
+            bocpd=bool(need & set(BOCPD)),
+            lexical=bool(need & set(LEXICAL)),
         )
 
     def save(self, path: str | Path) -> None:

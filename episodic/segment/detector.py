@@ -32,7 +32,7 @@ import numpy as np
 from episodic.errors import LLMError, SegmenterStateError
 from episodic.segment.base import array_from_json, array_to_json, finite
 from episodic.segment.bocpd import ChangePoint, Surprisal
-from episodic.segment.combiner import CombinerParams, LinearModel, packaged
+from episodic.segment.combiner import CombinerParams, LinearModel, StreamNorm, packaged
 from episodic.segment.config import DetectorConfig as DetectorConfig  # re-exported
 from episodic.segment.episode import OpenEpisode, centroid, parse_ts
 from episodic.segment.pending import Pending
@@ -92,13 +92,17 @@ class Detector:
         self._params: CombinerParams | None = None
         self._model: LinearModel | None = None
         self._feat = None
+        self._norm: StreamNorm | None = None  # the stream's score history (adaptive models)
         if c.combiner and c.decision_delay == 1:
             self._params = packaged(c.combiner_path or None)
             if c.combiner_model != SEED_DUAL:
                 if c.combiner_model not in self._params.models:
                     raise ValueError(f"no combiner model {c.combiner_model!r} in the parameters")
                 self._model = self._params.models[c.combiner_model]
-            self._feat = self._params.features()
+                if c.combiner_threshold == 0:  # a set threshold is a fixed probability
+                    self._norm = self._model.norm()
+            reads = None if self._model is None else self._model.features
+            self._feat = self._params.features(reads)
         self._row: tuple[int, dict[str, float]] | None = None  # this update's row, by seq
         self._decided: tuple[int, float] | None = None  # (seq, probability) decided last
         self.band_hits = 0  # decisions in the judge band since construction (not checkpointed)
@@ -296,15 +300,23 @@ class Detector:
 
     @property
     def combiner_threshold(self) -> float:
-        """The probability at or above which the combiner cuts."""
+        """The probability at or above which the combiner cuts now (with an adaptive
+        model: the z threshold mapped through the stream's current history)."""
         c = self.config
         if c.combiner_threshold > 0:
             return c.combiner_threshold
-        return self._model.threshold if self._model is not None else 0.5
+        if self._model is None:
+            return 0.5
+        if self._norm is not None:
+            s = self._norm.m + self._model.threshold * math.sqrt(self._norm.v + 1e-9)
+            return 1.0 / (1.0 + math.exp(-s)) if s > -700 else 0.0
+        return self._model.threshold
 
     def _combine(self, seq: int) -> tuple[float, dict[str, float]]:
         """The combiner's probability of a cut before turn `seq`, and what each feature
-        added to its log-odds (`c_<feature>`), for the record."""
+        added to its log-odds (`c_<feature>`), for the record. With an adaptive model
+        the probability is compared with the threshold of the stream's history
+        before this candidate; the candidate then joins that history."""
         assert self._feat is not None
         if self._row is not None and self._row[0] == seq:
             row: dict[str, float] | None = self._row[1]
@@ -315,6 +327,7 @@ class Detector:
         thr = self.combiner_threshold
         if row is None:
             return 0.0, {"combiner": 0.0, "combiner_threshold": thr}
+        extra: dict[str, float] = {}
         if self._model is None:  # the seed ADR's dual-criteria rule
             fired = row["cp"] >= 0.65 or row["sur_z"] >= 1.5
             parts = {"c_cp": row["cp"], "c_sur_z": row["sur_z"]}
@@ -322,8 +335,12 @@ class Detector:
         else:
             prob, contrib = self._model.score(row)
             parts = {f"c_{k}": v for k, v in contrib.items()}
+            if self._norm is not None:
+                logit = sum(contrib.values()) + self._model.intercept
+                extra["combiner_z"] = self._norm.z(logit)
+                self._norm.push(logit)
         self._decided = (seq, prob)
-        return prob, parts | {"combiner": prob, "combiner_threshold": thr}
+        return prob, parts | extra | {"combiner": prob, "combiner_threshold": thr}
 
     def _soft_combiner(
         self, turn: SegTurn, prob: float, scores: dict[str, float]
@@ -331,7 +348,7 @@ class Detector:
         """Cut at or above the threshold; in the band just below it ask the judge when
         one is injected (without one the fitted threshold stands: it was chosen as
         the decision point)."""
-        thr = self.combiner_threshold
+        thr = scores.get("combiner_threshold", self.combiner_threshold)
         if prob >= thr:
             return "combiner", prob, False, None
         band = prob >= thr - self.config.combiner_band
@@ -428,6 +445,7 @@ class Detector:
             "last_scores": self._last_scores,
             "pending": None if self._pending is None else self._pending.state(),
             "features": None if self._feat is None else self._feat.state(),
+            "norm": None if self._norm is None else self._norm.state(),
             "prev": {
                 "reason": self._prev_reason,
                 "ended": None if self._prev_ended is None else self._prev_ended.isoformat(),
@@ -467,6 +485,8 @@ class Detector:
                 det._feat = None  # it ran the semantic rule (e.g. vectors of another dim)
             elif det._feat is not None and state.get("features") is not None:
                 det._feat.load_state(state["features"])
+            if det._norm is not None and state.get("norm") is not None:
+                det._norm.load(state["norm"])
             det._open = OpenEpisode.from_state(
                 state["open"], det.config.judge_recent_turns, det.config.judge_max_chars
             )

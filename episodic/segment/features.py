@@ -145,7 +145,11 @@ class BoundaryFeatures:
         kappa0: float = 1.0,
         alpha0: float = 2.0,
         beta0: float = 0.65,
+        bocpd: bool = True,
+        lexical: bool = True,
     ) -> None:
+        """`bocpd=False` / `lexical=False`: a model that reads none of those features
+        skips their work (the run-length recursion, the word sets); they read 0."""
         scale = np.asarray(boc_scale, dtype=np.float64).ravel()
         if dims < 1 or not 1 <= scale.size <= dims or not (scale > 0).all():
             raise ValueError("need dims >= 1 and 1..dims positive BOCPD scales")
@@ -158,6 +162,7 @@ class BoundaryFeatures:
         self.hazard_lambda, self.max_run = hazard_lambda, max_run
         self.kappa0, self.alpha0, self.beta0 = kappa0, alpha0, beta0
         self._boc = NigBocpd(self.boc_dims, max_run, hazard_lambda, kappa0, alpha0, beta0)
+        self.bocpd, self.lexical = bocpd, lexical
         self._reset()
 
     def _reset(self) -> None:
@@ -190,18 +195,21 @@ class BoundaryFeatures:
         `want=False`: the caller has no use for that row; only the running
         statistics the later rows depend on are updated (same values after)."""
         boc = self._boc
-        boc.step(z[: self.boc_dims] * self._inv_boc)
         self._sum += z
         self._n += 1
         cur = _Held()
         cur.z, cur.role, cur.text, cur.seq = z, role, text[:LEX_CHARS], seq
-        cur.words = words(text)
-        cur.cp = boc.cp if self._n > 1 else 0.0
-        cur.sur = -boc.log_evidence / self.boc_dims
-        # this turn's change point and log predictive, for the detector's record
-        self.last_cp = cur.cp
-        self.last_log_evidence = boc.log_evidence if self._n > 1 else None
-        cur.erl = math.log1p(boc.expected_run)
+        cur.words = words(text) if self.lexical else frozenset()
+        if self.bocpd:
+            boc.step(z[: self.boc_dims] * self._inv_boc)
+            cur.cp = boc.cp if self._n > 1 else 0.0
+            cur.sur = -boc.log_evidence / self.boc_dims
+            cur.erl = math.log1p(boc.expected_run)
+            # this turn's change point and log predictive, for the detector's record
+            self.last_cp = cur.cp
+            self.last_log_evidence = boc.log_evidence if self._n > 1 else None
+        else:
+            cur.cp = cur.sur = cur.erl = 0.0
         cur.q = 1.0 if "?" in text else 0.0
         cur.len = math.log1p(len(text.split()))
         row = None
@@ -209,9 +217,13 @@ class BoundaryFeatures:
             self._skip(self._held)
             self._absorb(self._held)
         elif self._held is not None:
-            post = boc.posterior
-            cpd = float(post[1]) if len(post) > 1 else 0.0
-            row = self._row(self._held, cur, cpd, float(post[:2].sum()))
+            if self.bocpd:
+                post = boc.posterior
+                cpd = float(post[1]) if len(post) > 1 else 0.0
+                cpd2 = float(post[:2].sum())
+            else:
+                cpd = cpd2 = 0.0
+            row = self._row(self._held, cur, cpd, cpd2)
             self._absorb(self._held)
         self._held = cur
         return row

@@ -150,10 +150,12 @@ def test_texttiling_finds_a_clean_shift() -> None:
     assert 6 in texttiling(D(), paths_vectors)  # type: ignore[arg-type]
 
 
-def test_bench_reports_each_cap() -> None:
+def test_bench_reports_each_path_and_cap() -> None:
     r = bench_segment(dims=32, caps=(5, 10), n_turns=200)
-    assert r["target_us"] == 50 and [x["max_run_length"] for x in r["results"]] == [5, 10]
+    assert r["target_us"] == 60 and [x["max_run_length"] for x in r["results"]] == [5, 10, 5, 10]
+    assert [x["path"] for x in r["results"]] == ["default"] * 2 + ["semantic_rule"] * 2
     assert all(x["median_us"] > 0 and x["p95_us"] >= x["median_us"] for x in r["results"])
+    assert len(r["load_average"]) == 3  # printed beside the figure: the machine is shared
 
 
 @pytest.mark.slow
