@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from episodic.models import Fact, FactHistory, stable_id
+from episodic.models import Fact, FactHistory, now_utc, stable_id
 from episodic.retrieval import rrf_scores
 from episodic.vocab import FACT_EVENTS, FactEvent, FactStatus
 from storage import filters
@@ -282,6 +282,41 @@ class Facts:
                 }
             )
         self.store.update_columns("facts", rows)
+
+    def correct(self, user_id: str, fact_id: str, *, active: bool, actor: str) -> Fact:
+        """A person's correction of one fact: closed now (DELETE) or opened
+        again (ADD), with a history row decided by `user-correction`."""
+        now = now_utc()
+        (fact,) = self.by_ids(user_id, [fact_id])
+        if (fact.status == "active") == active:
+            return fact  # already so: no new history
+        status: FactStatus = "active" if active else "deleted"
+        self.store.update_columns(
+            "facts",
+            [
+                {
+                    "fact_id": fact_id,
+                    "status": status,
+                    "valid_to": None if active else to_naive(now),
+                    "expired_at": None if active else to_naive(now),
+                }
+            ],
+        )
+        event: FactEvent = "ADD" if active else "DELETE"
+        row = FactHistory(
+            history_id=stable_id("correction", user_id, fact_id, now.isoformat()),
+            user_id=user_id,
+            fact_id=fact_id,
+            event=event,
+            old_text=None if active else fact.text,
+            new_text=fact.text if active else None,
+            episode_id="",
+            decided_by=f"user-correction:{actor}",
+            at=now,
+        )
+        self.store.insert_new("fact_history", [to_row(row, self.store.dim)])
+        (fact,) = self.by_ids(user_id, [fact_id])
+        return fact
 
     def record_recall(self, user_id: str, ids: Sequence[str], now: datetime) -> int:
         """recall_count + 1 on the user's facts in `ids`, atomically (storage.recalls)."""

@@ -164,18 +164,20 @@ def check_store(
 
 
 def check_facts(facts: Facts, user_id: str | None = None) -> list[Problem]:
-    """Active facts whose own history closed them (UPDATE or DELETE of the fact)."""
-    hist = frame(facts.store, "fact_history", user_id, ["user_id", "fact_id", "event"])
-    closed = {
-        (u, f)
-        for u, f, e in zip(
-            hist["user_id"].to_pylist(),
-            hist["fact_id"].to_pylist(),
-            hist["event"].to_pylist(),
-            strict=True,
-        )
-        if e in ("UPDATE", "DELETE")
-    }
+    """Active facts whose own history closed them last (an UPDATE or DELETE
+    of the fact after any ADD of it: a person's restore is an ADD)."""
+    hist = frame(facts.store, "fact_history", user_id, ["user_id", "fact_id", "event", "at"])
+    last: dict[tuple[str, str], tuple[Any, str]] = {}
+    for u, f, e, at in zip(
+        hist["user_id"].to_pylist(),
+        hist["fact_id"].to_pylist(),
+        hist["event"].to_pylist(),
+        hist["at"].to_pylist(),
+        strict=True,
+    ):
+        if e != "NOOP" and ((u, f) not in last or at >= last[(u, f)][0]):
+            last[(u, f)] = (at, e)
+    closed = {k for k, (_, e) in last.items() if e in ("UPDATE", "DELETE")}
     rows = frame(facts.store, "facts", user_id, ["user_id", "fact_id", "status"])
     bad: dict[str, list[str]] = {}
     for u, f, status in zip(

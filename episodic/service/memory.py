@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from episodic.config import Settings, load_settings
 from episodic.embed.base import Embedder
@@ -97,7 +97,7 @@ class Memory:
     def settings(self) -> Settings:
         return self.rt.settings
 
-    def __enter__(self) -> Memory:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -248,12 +248,25 @@ class Memory:
         )
         return [FactView.of(f) for f in rows]
 
+    def invalidate_fact(self, user_id: str, fact_id: str, *, actor: str = "user") -> FactView:
+        """The user's correction: the fact stops being believed (status
+        deleted, valid until now) with a DELETE in its history decided by
+        `user-correction`; nothing is erased and `restore_fact` undoes it."""
+        full = self._resolve("fact", fact_id, self._fact_ids(user_id))
+        return FactView.of(self.rt.facts.correct(user_id, full, active=False, actor=actor))
+
+    def restore_fact(self, user_id: str, fact_id: str, *, actor: str = "user") -> FactView:
+        """Undo `invalidate_fact`: active again, an ADD by `user-correction` in its history."""
+        full = self._resolve("fact", fact_id, self._fact_ids(user_id))
+        return FactView.of(self.rt.facts.correct(user_id, full, active=True, actor=actor))
+
+    def _fact_ids(self, user_id: str) -> list[str]:
+        return [f.fact_id for f in self.rt.facts.list(user_id, include_inactive=True)]
+
     def fact_history(self, user_id: str, fact_id: str) -> list[FactEvent]:
         """Every ADD / UPDATE / DELETE / NOOP decision on a fact (a unique
         prefix of its id will do)."""
-        full = self._resolve(
-            "fact", fact_id, [f.fact_id for f in self.rt.facts.list(user_id, include_inactive=True)]
-        )
+        full = self._resolve("fact", fact_id, self._fact_ids(user_id))
         return [FactEvent.of(h) for h in self.rt.facts.history(user_id, full)]
 
     def episodes(
@@ -320,8 +333,7 @@ class Memory:
             return ForgetReceipt(**f.forget_user(rt, user_id, actor))
         kind, ident = asked[0]
         if kind == "fact":
-            ids = [x.fact_id for x in rt.facts.list(user_id, include_inactive=True)]
-            full = self._resolve("fact", ident, ids)
+            full = self._resolve("fact", ident, self._fact_ids(user_id))
             return ForgetReceipt(**f.forget_fact(rt, user_id, full, actor))
         if kind == "episode":
             ids = [e.episode_id for e in rt.episodes.list(user_id)]

@@ -16,7 +16,6 @@ from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from episodic.models import Episode
     from episodic.service.views import View
 
 console = Console()
@@ -54,25 +53,3 @@ def show(
     for row in rows:
         t.add_row(*(escape(cell) for cell in row))
     console.print(t)
-
-
-def episode_view(e: Episode) -> dict[str, Any]:
-    """An episode as JSON, as the HTTP face still builds it (the CLI prints
-    episodic.service.views.EpisodeView)."""
-    return {
-        "episode_id": e.episode_id,
-        "stream_id": e.stream_id,
-        "first_seq": e.first_seq,
-        "last_seq": e.last_seq,
-        "n_turns": e.n_turns,
-        "started_at": e.started_at,
-        "ended_at": e.ended_at,
-        "reason": e.boundary_reason,
-        "boundary_score": round(e.boundary_score, 4),
-        "salience": e.salience,
-        "salience_source": e.salience_source,
-        "summary": e.summary,
-        "parent_episode_id": e.parent_episode_id,
-        "status": e.status,
-        "signal_scores": e.signal_scores,
-    }
