@@ -75,6 +75,9 @@ class Settings(HomeSettings):
     user_slot: Literal["local", "prefect"] = "local"
 
     max_turn_chars: Annotated[int, Field(ge=1)] = 200_000
+    # the API and MCP servers consolidate a user this many seconds after the
+    # user's last write (debounced), and drain the hooks' spool; 0: only on request
+    auto_consolidate_s: NonNegative = 30.0
     # users consolidated at once in one flow run: each holds its working set, so
     # memory grows with this; on 2 cores more threads bought no speed offline
     # (a network model waits on I/O: raise it there)

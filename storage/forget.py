@@ -1,8 +1,8 @@
 """Forgetting: the one deliberate exception to "raw is immutable".
 
 `USER_TABLES` is the one registry of tables that hold a user's rows (every
-table of `schemas.TABLES`, the search documents, API keys and capture
-offsets); a test fails when the store has a table with a `user_id` column
+table of `schemas.TABLES`, the search documents, API keys, capture offsets and
+ingest receipts); a test fails when the store has a table with a `user_id` column
 that is not in it. `erase_user` deletes a user's rows from each, then makes
 the deletion an erasure: a LanceDB delete only hides rows from the newest
 version, so the text indexes are rebuilt and every older version is cleaned
@@ -30,9 +30,16 @@ from storage.db import FTS_COLUMNS, Store
 from storage.keys import TABLE as KEYS_TABLE
 from storage.keys import open_table
 from storage.offsets import TABLE as OFFSETS_TABLE
+from storage.receipts import TABLE as RECEIPTS_TABLE
 from storage.search import TURN_DOCS
 
-USER_TABLES: tuple[str, ...] = (*schemas.TABLES, TURN_DOCS, KEYS_TABLE, OFFSETS_TABLE)
+USER_TABLES: tuple[str, ...] = (
+    *schemas.TABLES,
+    TURN_DOCS,
+    KEYS_TABLE,
+    OFFSETS_TABLE,
+    RECEIPTS_TABLE,
+)
 AUDIT = "forget_audit"
 # text indexes outside the registry's FTS_COLUMNS: rebuilt after an erase
 _EXTRA_FTS = {TURN_DOCS: "doc"}

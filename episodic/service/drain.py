@@ -21,6 +21,7 @@ from storage.offsets import Offsets
 class DrainReport:
     captured: list[CaptureReport] = field(default_factory=list)
     dropped: list[dict[str, str]] = field(default_factory=list)
+    users: set[str] = field(default_factory=set)  # whose transcripts gave new turns
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -36,17 +37,18 @@ def drain_spool(rt: Runtime) -> DrainReport:
     for entry in claim(rt.settings.home):
         offsets = offsets or Offsets(rt.store)
         try:
-            report.captured.append(
-                capture_file(
-                    rt.raw,
-                    offsets,
-                    Path(entry.path),
-                    entry.fmt,
-                    user_id=entry.user_id or "default",
-                    max_turn_chars=rt.settings.max_turn_chars,
-                    override_user=bool(entry.user_id),
-                )
+            captured = capture_file(
+                rt.raw,
+                offsets,
+                Path(entry.path),
+                entry.fmt,
+                user_id=entry.user_id or "default",
+                max_turn_chars=rt.settings.max_turn_chars,
+                override_user=bool(entry.user_id),
             )
+            report.captured.append(captured)
+            if captured.accepted:
+                report.users.add(entry.user_id or "default")
         except IngestError as e:
             report.dropped.append({"path": entry.path, "reason": str(e)})
         done(entry)

@@ -30,6 +30,7 @@ from episodic.service.capture import CaptureReport, capture_file
 from episodic.service.doctor import DoctorReport, run_doctor
 from episodic.service.drain import DrainReport, drain_spool
 from episodic.service.ingest import IngestReport, ingest_file
+from episodic.service.receipts import ingest_status
 from episodic.service.runtime import Runtime, build_runtime
 from episodic.service.search import HIT_KINDS, MemoryOptions, search_memory
 from episodic.service.status import StreamStatus, stream_status
@@ -41,12 +42,14 @@ from episodic.service.views import (
     FactView,
     ForgetReceipt,
     Hit,
+    IngestStatus,
     ReflectionView,
     Rejection,
 )
 from storage.frames import user_exists
 from storage.keys import SCOPES, ApiKey, ApiKeys
 from storage.offsets import Offsets
+from storage.receipts import Receipts
 from storage.transfer import TransferReport, export_user, import_dir
 
 
@@ -66,7 +69,7 @@ class Memory:
     Slotted: a flow that is handed a Memory records it as `<Memory>`, never
     walks into its store."""
 
-    __slots__ = ("rt", "runner", "_writer", "_keys")
+    __slots__ = ("rt", "runner", "_writer", "_keys", "_receipts")
 
     def __init__(
         self,
@@ -87,6 +90,7 @@ class Memory:
         self.runner = runner
         self._writer: GroupWriter | None = None
         self._keys: ApiKeys | None = None
+        self._receipts: Receipts | None = None
 
     @classmethod
     def at(cls, home: str | Path, **kw: Any) -> Memory:
@@ -126,11 +130,18 @@ class Memory:
         *,
         source: str = "python",
         stream_id: str = "api",
+        idempotency_key: str | None = None,
     ) -> AddReceipt:
         """Append turns (generic JSONL records as objects: role, text, ts?,
         stream_id?, kind?, meta?, id?) to the user's raw log, idempotently;
-        the receipt comes once they are durable. Bad items are quarantined
-        under `user_id` and listed with their index and reason."""
+        the receipt comes once they are durable, with an `ingest_id` to ask
+        about (`ingest_status`). A retry with the same `idempotency_key` gets
+        the first receipt and writes nothing. Bad items are quarantined under
+        `user_id` and listed with their index and reason."""
+        if idempotency_key:
+            first = self.receipts.by_key(user_id, idempotency_key)
+            if first is not None:
+                return AddReceipt.model_validate(first.answer)
         out = accept(
             self.writer,
             list(turns),
@@ -139,12 +150,31 @@ class Memory:
             max_turn_chars=self.settings.max_turn_chars,
             default_stream=stream_id,
         )
-        return AddReceipt(
+        receipt = AddReceipt(
             accepted=out.accepted,
             duplicates=out.duplicates,
             rejected=[Rejection(index=i, reason=r) for i, r in out.rejected],
             turn_ids=out.turn_ids,
+            ingest_id=Receipts.new_id(user_id),
         )
+        assert receipt.ingest_id is not None
+        self.receipts.put(
+            user_id, receipt.ingest_id, idempotency_key, out.turn_ids, receipt.as_json()
+        )
+        return receipt
+
+    @property
+    def receipts(self) -> Receipts:
+        if self._receipts is None:
+            self._receipts = Receipts(self.rt.store)
+        return self._receipts
+
+    def ingest_status(self, user_id: str, ingest_id: str) -> IngestStatus:
+        """What became of one write (`add`'s receipt): queued, consolidated or failed."""
+        found = self.receipts.get(user_id, ingest_id)
+        if found is None:
+            raise NotFoundError("ingest", ingest_id, "not stored for this user")
+        return ingest_status(self.rt, found)
 
     def ingest(
         self,

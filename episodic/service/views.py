@@ -192,6 +192,20 @@ class AddReceipt(View):
     duplicates: int
     rejected: list[Rejection] = Field(default_factory=list)
     turn_ids: list[str] = Field(default_factory=list)
+    ingest_id: str | None = None  # ask about it later: Memory.ingest_status
+
+
+class IngestStatus(View):
+    """What became of one acknowledged write: `queued` until every one of its
+    turns sits in a closed episode whose facts were merged, then `consolidated`;
+    `failed` when the last consolidation of one of its streams failed."""
+
+    ingest_id: str
+    at: datetime
+    state: str  # queued | consolidated | failed
+    turns: int
+    episodes: list[str]  # closed episodes holding its turns
+    facts: list[str]  # facts those episodes added or changed
 
 
 class ForgetReceipt(View):

@@ -1,0 +1,94 @@
+"""Ingest receipts: one row per acknowledged write of turns (HTTP, MCP,
+Python), so a caller can ask later what became of it, and so a retry that
+carries the same idempotency key gets the first answer instead of a second
+write. The key is kept as a hash; the turns by id, never their text."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+from episodic.models import now_utc, stable_id
+from storage import filters
+from storage.codec import to_aware, to_naive
+from storage.db import Store
+from storage.keys import open_table
+
+TABLE = "ingest_receipts"
+
+
+def schema() -> pa.Schema:
+    return pa.schema(
+        [
+            ("ingest_id", pa.string()),
+            ("user_id", pa.string()),
+            ("idempotency", pa.string()),  # sha256 of the caller's key, or ""
+            ("at", pa.timestamp("us")),
+            ("turn_ids", pa.list_(pa.string())),
+            ("answer", pa.string()),  # the receipt as first given, JSON
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Receipt:
+    ingest_id: str
+    user_id: str
+    at: datetime
+    turn_ids: list[str]
+    answer: dict[str, Any]
+
+
+def key_hash(user_id: str, key: str) -> str:
+    return hashlib.sha256(f"{user_id}\0{key}".encode()).hexdigest()
+
+
+class Receipts:
+    def __init__(self, store: Store) -> None:
+        self.table = open_table(store, TABLE, schema())
+
+    @staticmethod
+    def new_id(user_id: str) -> str:
+        return "ing_" + stable_id("ingest", user_id, now_utc().isoformat(), id(object()))[:24]
+
+    def by_key(self, user_id: str, key: str) -> Receipt | None:
+        cond = filters.user(user_id) & filters.eq("idempotency", key_hash(user_id, key))
+        rows = self.table.search().where(cond).limit(1).to_list()
+        return self._receipt(rows[0]) if rows else None
+
+    def get(self, user_id: str, ingest_id: str) -> Receipt | None:
+        cond = filters.user(user_id) & filters.eq("ingest_id", ingest_id)
+        rows = self.table.search().where(cond).limit(1).to_list()
+        return self._receipt(rows[0]) if rows else None
+
+    def put(
+        self,
+        user_id: str,
+        ingest_id: str,
+        key: str | None,
+        turn_ids: list[str],
+        answer: dict[str, Any],
+    ) -> None:
+        row = {
+            "ingest_id": ingest_id,
+            "user_id": user_id,
+            "idempotency": key_hash(user_id, key) if key else "",
+            "at": to_naive(now_utc()),
+            "turn_ids": turn_ids,
+            "answer": json.dumps(answer, default=str),
+        }
+        data = pa.Table.from_pylist([row], schema=schema())
+        self.table.merge_insert("ingest_id").when_not_matched_insert_all().execute(data)
+
+    @staticmethod
+    def _receipt(r: dict[str, Any]) -> Receipt:
+        at = to_aware(r["at"])
+        assert at is not None
+        return Receipt(
+            r["ingest_id"], r["user_id"], at, list(r["turn_ids"] or []), json.loads(r["answer"])
+        )
