@@ -126,16 +126,18 @@ def _env(monkeypatch: pytest.MonkeyPatch, home: Path, url: str) -> None:
     }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    from episodic.service.runtime import reset_runtimes
-
-    reset_runtimes()
 
 
-def _ingest(home: Path) -> int:
+def _memory() -> Any:
+    """A memory on the settings the environment names (closed when the test ends)."""
+    from episodic.adapters.embedded import Memory
     from episodic.config import Settings
-    from episodic.service.ingest import ingest_file
-    from episodic.service.runtime import get_runtime
+    from tests.integration.helpers import MEMORIES
 
+    return MEMORIES.enter_context(Memory(Settings()))
+
+
+def _ingest(memory: Any, home: Path) -> int:
     # by time; the user speaks first, then user and assistant alternate
     roles = ("user", "assistant")
     said = {
@@ -156,14 +158,11 @@ def _ingest(home: Path) -> int:
             for i, (ts, t) in enumerate(said.items())
         )
     )
-    rt = get_runtime(Settings())
-    return ingest_file(rt.raw, path, "jsonl").accepted
+    return int(memory.ingest(path, "jsonl").accepted)
 
 
-def _check_run(summary: dict[str, Any], turns: int) -> list[Any]:
-    from episodic.service.runtime import get_runtime
-
-    rt = get_runtime()
+def _check_run(memory: Any, summary: dict[str, Any], turns: int) -> list[Any]:
+    rt = memory.rt
     episodes = rt.episodes.list(USER)
     assert episodes and summary["episodes_closed"] == len(episodes)
     assert sum(len(e.turn_ids) for e in episodes) == turns  # nothing lost
@@ -201,11 +200,12 @@ def test_consolidate_through_the_server_then_cached(
     proxy = Recorder(server.url.removesuffix("/v1") + "/v1")
     try:
         _env(monkeypatch, tmp_path / "a", proxy.url)
-        turns = _ingest(tmp_path / "a")
-        first = consolidate(user=USER, flush=True)
-        _check_run(first, turns)
+        memory = _memory()
+        turns = _ingest(memory, tmp_path / "a")
+        first = consolidate(user=USER, flush=True, memory=memory)
+        _check_run(memory, first, turns)
         assert first["llm_calls"] == proxy.responses > 0
-        sources = [e.salience_source for e in _check_run(first, turns)]
+        sources = [e.salience_source for e in _check_run(memory, first, turns)]
         print("local-llm first run:", first["llm_calls"], "calls", first["tokens"], sources)
         assert first["tokens"] == {
             "input": proxy.prompt_tokens,
@@ -213,12 +213,10 @@ def test_consolidate_through_the_server_then_cached(
         }
         # the same stream into a fresh store, with the same answer cache: no call
         monkeypatch.setenv("EPISODIC_DB_URI", str(tmp_path / "a" / "second-db"))
-        from episodic.service.runtime import reset_runtimes
-
-        reset_runtimes()
-        assert _ingest(tmp_path / "a") == turns
-        second = consolidate(user=USER, flush=True)
-        _check_run(second, turns)
+        fresh = _memory()
+        assert _ingest(fresh, tmp_path / "a") == turns
+        second = consolidate(user=USER, flush=True, memory=fresh)
+        _check_run(fresh, second, turns)
         assert second["llm_calls"] == 0
         assert proxy.responses == first["llm_calls"]
     finally:
@@ -236,9 +234,10 @@ def test_server_stopped_mid_run_completes_on_fallback(
     try:
         _env(monkeypatch, tmp_path, proxy.url)
         monkeypatch.setenv("EPISODIC_LLM_CACHE", "false")
-        turns = _ingest(tmp_path)
-        summary = consolidate(user=USER, flush=True)
-        episodes = _check_run(summary, turns)
+        memory = _memory()
+        turns = _ingest(memory, tmp_path)
+        summary = consolidate(user=USER, flush=True, memory=memory)
+        episodes = _check_run(memory, summary, turns)
         assert proxy.responses == 1
         if len(episodes) > 1:
             assert any(e.salience_source == "offline-fallback" for e in episodes)

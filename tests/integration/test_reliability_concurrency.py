@@ -127,17 +127,17 @@ def test_ingest_during_consolidation_loses_nothing(
 def test_searches_during_consolidation_see_whole_episodes(
     server: ForkServer, reference: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from episodic.service.search import search
-
     home = ingested(tmp_path / "home", TURNS)
-    rt = use_home(monkeypatch, home)
+    memory = use_home(monkeypatch, home)
+    rt = memory.rt
     th, box = in_background(server, {"home": home, "settings": SETTINGS})
     searches = returned = half_written = 0
     queries = ["dog Rex", "Berlin Acme", "neovim vim", "Paris move", "coffee", "Japan trip"]
     while th.is_alive() or searches < 5:
-        items = search(rt, "u1", queries[searches % len(queries)])  # records recalls, too
+        hits = memory.search("u1", queries[searches % len(queries)])  # records recalls, too
         searches += 1
-        ids = [i.item_id for i in items if i.kind == "episode"]
+        # the episodes the turn hits came from, as the search read them
+        ids = sorted({h.episode_id for h in hits if h.kind == "turn" and h.episode_id})
         for e in rt.episodes.by_ids("u1", ids):
             returned += 1
             whole = (
@@ -171,9 +171,9 @@ def test_searches_during_consolidation_see_whole_episodes(
 def test_two_ingests_into_one_stream_get_distinct_seqs(tmp_path: Path) -> None:
     """Two harnesses appending to the same stream at once (two stores, as two
     processes would have): every turn gets its own seq, the head counts them all."""
+    from episodic.service.ingest import ingest_file
     from storage.db import Store
     from storage.raw import RawLog
-    from episodic.service.ingest import ingest_file
 
     uri = str(tmp_path / "home" / "lancedb")
     logs = [RawLog(Store(uri)), RawLog(Store(uri))]

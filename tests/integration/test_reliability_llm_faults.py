@@ -146,12 +146,11 @@ def stub() -> Iterator[FaultyAnthropic]:
 def test_fault_mix_over_200_episodes(
     stub: FaultyAnthropic, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.consolidate import consolidate
     from episodic.service.ingest import ingest_file
-    from episodic.service.runtime import reset_runtimes
+    from flows.consolidate import consolidate
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    rt = use_home(
+    memory = use_home(
         monkeypatch,
         tmp_path / "home",
         llm="anthropic",
@@ -162,21 +161,20 @@ def test_fault_mix_over_200_episodes(
         llm_retry_base_s=0.01,
         llm_cache="false",
     )
+    rt = memory.rt
     assert rt.provider.name == "anthropic" and rt.provider.model == MODEL
     # one more turn so the last episode's gap closes it; the final run flushes
     turns = episodes_input("fault-user", EPISODES + 1, datetime(2025, 3, 1, tzinfo=UTC))
     per_run = len(turns) // RUNS
     summaries = []
-    try:
-        for i in range(RUNS):
-            upto = len(turns) if i == RUNS - 1 else (i + 1) * per_run
-            write_jsonl(tmp_path / "in.jsonl", turns[:upto])  # the file grows
-            ingest_file(rt.raw, tmp_path / "in.jsonl", "jsonl")
-            state = consolidate(user="fault-user", flush=i == RUNS - 1, return_state=True)
-            assert state.is_completed(), state
-            summaries.append(state.result())
-    finally:
-        reset_runtimes()
+    for i in range(RUNS):
+        upto = len(turns) if i == RUNS - 1 else (i + 1) * per_run
+        write_jsonl(tmp_path / "in.jsonl", turns[:upto])  # the file grows
+        ingest_file(rt.raw, tmp_path / "in.jsonl", "jsonl")
+        flush = i == RUNS - 1
+        state = consolidate(user="fault-user", flush=flush, return_state=True, memory=memory)
+        assert state.is_completed(), state
+        summaries.append(state.result())
 
     eps = rt.episodes.list("fault-user")
     assert len(eps) >= EPISODES
