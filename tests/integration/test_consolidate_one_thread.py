@@ -32,7 +32,13 @@ def test_two_users_on_one_thread_finish(tmp_path: Path) -> None:
 
     def run(*args: str) -> dict[str, object]:
         out = subprocess.run(
-            [sys.executable, "-c", "from episodic.adapters.cli.main import main; main()", *args, "--json"],
+            [
+                sys.executable,
+                "-c",
+                "from episodic.adapters.cli.main import main; main()",
+                *args,
+                "--json",
+            ],
             env=env,
             cwd=ROOT,
             capture_output=True,

@@ -111,7 +111,13 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
 
 def _cli(env: dict[str, str], *args: str) -> Any:
     res = subprocess.run(
-        [sys.executable, "-c", "from episodic.adapters.cli.main import main; main()", *args, "--json"],
+        [
+            sys.executable,
+            "-c",
+            "from episodic.adapters.cli.main import main; main()",
+            *args,
+            "--json",
+        ],
         env=env,
         cwd=ROOT,
         capture_output=True,
@@ -172,7 +178,13 @@ def test_bad_storage_options_are_one_line_without_the_value(
 ) -> None:
     env = {**cli_env(tmp_path / "home"), "EPISODIC_DB_STORAGE_OPTIONS": options}
     res = subprocess.run(
-        [sys.executable, "-c", "from episodic.adapters.cli.main import main; main()", "status", "--json"],
+        [
+            sys.executable,
+            "-c",
+            "from episodic.adapters.cli.main import main; main()",
+            "status",
+            "--json",
+        ],
         env=env,
         cwd=ROOT,
         capture_output=True,

@@ -1,4 +1,5 @@
-"""The pure core (episodic/ but its service, adapters and bench) imports none of\nprefect, lancedb or the LLM SDKs (DESIGN.md)."""
+"""The pure core (episodic/ but its service, adapters and bench) imports none of
+prefect, lancedb or the LLM SDKs (DESIGN.md)."""
 
 from __future__ import annotations
 

@@ -64,9 +64,7 @@ def test_imports_point_down_the_layers() -> None:
         f"{m} -> {d}"
         for m, deps in _graph().items()
         for d in deps
-        if d.split(".")[0] == "deployments"
-        or _layer(d) > _layer(m)
-        and (m, d) != ROOT_FACE
+        if d.split(".")[0] == "deployments" or _layer(d) > _layer(m) and (m, d) != ROOT_FACE
     ]
     assert upward == []
 
