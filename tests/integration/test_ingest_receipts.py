@@ -1,0 +1,78 @@
+"""A write is acknowledged with an ingest id, a retry with the same
+Idempotency-Key gets the first answer and writes nothing, the id says what
+became of the turns, new turns are found by search before consolidation, and
+a server with an autopilot consolidates a user shortly after their writes
+(issue 29, items 1 and 5)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from episodic.adapters.autopilot import Autopilot
+from episodic.adapters.http.app import create_app
+from episodic.adapters.http.limits import BodyLimit
+from episodic.adapters.runners import run_flow
+from episodic.service.memory import Memory
+from storage.frames import frame
+from tests.integration.api_support import api_client, new_key
+from tests.integration.helpers import make_memory, settings_at
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def _batch(tag: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "text": f"I moved to {tag}ville last week.", "ts": "2025-03-01T10:00:00Z"},
+        {"role": "assistant", "text": f"Noted: {tag}ville.", "ts": "2025-03-01T10:00:04Z"},
+    ]
+
+
+def test_idempotency_key_and_ingest_status(tmp_path: Path) -> None:
+    memory = make_memory(tmp_path)
+    key = new_key(memory, "u")
+    with api_client(memory, key) as c:
+        first = c.post(
+            "/v1/turns", json={"turns": _batch("paris")}, headers={"Idempotency-Key": "k1"}
+        )
+        retry = c.post(
+            "/v1/turns", json={"turns": _batch("paris")}, headers={"Idempotency-Key": "k1"}
+        )
+        assert first.status_code == retry.status_code == 200
+        assert retry.json() == first.json()  # the first answer, not "2 duplicates"
+        assert first.json()["accepted"] == 2
+        ingest_id = first.json()["ingest_id"]
+        queued = c.get(f"/v1/ingests/{ingest_id}").json()
+        assert (queued["state"], queued["turns"], queued["episodes"]) == ("queued", 2, [])
+        # found by search before any consolidation (lexically)
+        hits = c.get("/v1/search", params={"q": "parisville"}).json()
+        assert any("parisville" in h["text"] for h in hits)
+        done = c.post("/v1/consolidate", params={"flush": True})
+        assert done.status_code == 200, done.text
+        status = c.get(f"/v1/ingests/{ingest_id}").json()
+        assert status["state"] == "consolidated" and len(status["episodes"]) == 1
+        assert status["facts"], status
+        other = new_key(memory, "someone-else")
+        missing = c.get(f"/v1/ingests/{ingest_id}", headers={"Authorization": f"Bearer {other}"})
+        assert missing.status_code == 404
+    assert frame(memory.rt.store, "raw_turns", "u").num_rows == 2
+
+
+def test_the_autopilot_consolidates_after_writes(tmp_path: Path) -> None:
+    memory = Memory(settings_at(tmp_path), runner=run_flow)
+    pilot = Autopilot(memory, delay_s=1.0, drain=False)
+    key = new_key(memory, "u")
+    app = BodyLimit(create_app(memory, autopilot=pilot))
+    with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as c:
+        c.post("/v1/turns", json={"turns": _batch("lisbon")})
+        c.post("/v1/turns", json={"turns": _batch("porto")})
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not memory.status("u")[0].watermark >= 3:
+            time.sleep(0.5)
+        assert memory.status("u")[0].watermark == 3  # every turn read by one debounced run
+        assert pilot.runs == 1
+    memory.close()
