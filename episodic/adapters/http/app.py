@@ -20,6 +20,7 @@ import anyio.to_thread
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
 
 from episodic.adapters.http.auth import Reader, Writer
@@ -33,6 +34,7 @@ from episodic.service.views import (
     EpisodeView,
     FactEvent,
     FactView,
+    ForgetReceipt,
     Hit,
     ReflectionView,
 )
@@ -56,6 +58,14 @@ class ConsolidateOut(BaseModel):
     mode: Literal["local", "deployment"]
     run_id: str | None = None
     summary: dict[str, Any] | None = None
+
+
+class Me(BaseModel):
+    """Whose key this is: its user, its id (never the secret) and its scopes."""
+
+    user_id: str
+    key_id: str
+    scopes: list[str]
 
 
 class Health(BaseModel):
@@ -94,7 +104,8 @@ def create_app(memory: Memory, *, owns_memory: bool = False) -> FastAPI:
             if owns_memory:
                 await anyio.to_thread.run_sync(memory.close)
 
-    app = FastAPI(
+    # FastAPIOffline: /docs and /redoc load Swagger UI and ReDoc from the package, no CDN
+    app = FastAPIOffline(
         title="episodic",
         version=API_VERSION,
         description=__doc__,
@@ -178,16 +189,55 @@ def create_app(memory: Memory, *, owns_memory: bool = False) -> FastAPI:
         """Per stream: raw turns, watermark, lag, open episode, last run."""
         return memory.status(key.user_id)
 
+    @app.get("/v1/me", response_model=Me, tags=["read"])
+    def me(key: Reader) -> Me:
+        """The caller's key: its user, id and scopes."""
+        return Me(user_id=key.user_id, key_id=key.key_id, scopes=list(key.scopes))
+
+    @app.post("/v1/facts/{fact_id}/invalidate", response_model=FactView, tags=["write"])
+    def invalidate_fact(fact_id: Id, key: Writer) -> FactView:
+        """The user's correction: the fact stops being believed (kept, reversible)."""
+        return memory.invalidate_fact(key.user_id, fact_id, actor=f"api:{key.key_id}")
+
+    @app.post("/v1/facts/{fact_id}/restore", response_model=FactView, tags=["write"])
+    def restore_fact(fact_id: Id, key: Writer) -> FactView:
+        """Undo an invalidation: the fact is active again."""
+        return memory.restore_fact(key.user_id, fact_id, actor=f"api:{key.key_id}")
+
+    @app.delete("/v1/memory", response_model=ForgetReceipt, tags=["forget"])
+    def forget_user(key: Writer) -> ForgetReceipt:
+        """Erase everything of the caller's user from every file, this key
+        included; the receipt holds per-table counts, never content."""
+        return memory.forget(key.user_id, actor=f"api:{key.key_id}")
+
+    @app.delete("/v1/turns/{turn_id}", response_model=ForgetReceipt, tags=["forget"])
+    def forget_turn(turn_id: Id, key: Writer) -> ForgetReceipt:
+        """Erase one turn's text; what depended on it is derived again."""
+        return memory.forget(key.user_id, turn=turn_id, actor=f"api:{key.key_id}")
+
+    @app.delete("/v1/episodes/{episode_id}", response_model=ForgetReceipt, tags=["forget"])
+    def forget_episode(episode_id: Id, key: Writer) -> ForgetReceipt:
+        """Erase one episode's turns; what depended on them is derived again."""
+        return memory.forget(key.user_id, episode=episode_id, actor=f"api:{key.key_id}")
+
+    @app.delete("/v1/facts/{fact_id}", response_model=ForgetReceipt, tags=["forget"])
+    def forget_fact(fact_id: Id, key: Writer) -> ForgetReceipt:
+        """Erase one fact and its history."""
+        return memory.forget(key.user_id, fact=fact_id, actor=f"api:{key.key_id}")
+
     @app.post("/v1/consolidate", response_model=ConsolidateOut, tags=["write"])
-    def consolidate(key: Writer) -> ConsolidateOut:
+    def consolidate(key: Writer, flush: bool = False) -> ConsolidateOut:
         """Consolidate the caller's streams: the `consolidate` deployment when
         the server was started with PREFECT_API_URL naming a Prefect server,
-        else the flow in this process."""
-        out = memory.consolidate(key.user_id)
+        else the flow in this process. `flush` also closes every open episode."""
+        out = memory.consolidate(key.user_id, flush=flush)
         if out.get("mode") == "deployment":
             return ConsolidateOut(mode="deployment", run_id=str(out["run_id"]))
         return ConsolidateOut(mode="local", summary=out)
 
+    from episodic.adapters.http.ui import mount_ui
+
+    mount_ui(app, memory)  # the memory browser at /ui
     return app
 
 
