@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import fields, replace
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
@@ -172,7 +172,12 @@ class Detector:
             self._surprisal.update(self._cp.log_evidence)
         sur = self._surprisal.score
         closed = self._resolve(turn, x) if self._pending is not None else []
-        sem = self._semantic.score_distance(self._semantic.distance_to(x))
+        if feat is not None and self.config.user_anchored and turn.role != "user":
+            # the combiner decides, and never before this turn: the rule's distance
+            # would only be recorded, so it is not computed (it reads 0)
+            sem = self._semantic.score_distance(0.0)
+        else:
+            sem = self._semantic.score_distance(self._semantic.distance_to(x))
         ev = self._evidence(sem, cp, sur)
         scores = {
             "size_cap": self._size.score,
@@ -189,7 +194,9 @@ class Detector:
         reason, score, sub, summary = self._decide(turn, ev, (sem, cp, sur), scores)
         self._last_scores = scores
         if reason == HOLD:
-            held = replace(turn, text=turn.text[: self.config.judge_max_chars], vector=None)
+            t = turn
+            held = SegTurn(t.seq, t.turn_id, t.role, t.kind, t.text[: self.config.judge_max_chars],
+                           t.event_ts, None)  # fmt: skip
             self._pending = Pending(held, x, scores, self._semantic.distance, self._surprisal.z)
             return closed
         if reason and len(self._open):

@@ -170,6 +170,7 @@ class BoundaryFeatures:
         self._boc._reset()
         # the last 8 vectors before the held turn, newest first, then ema5 and ema3
         self._M = np.zeros((10, d))
+        self._Q = np.zeros((2, d))  # scratch: the turn and the next, centred
         self._nh = 0
         self._texts: deque[str] = deque(maxlen=4)  # their texts, for the lexical features
         self._words: deque[frozenset[str]] = deque(maxlen=4)
@@ -261,7 +262,7 @@ class BoundaryFeatures:
 
     def _d_w4(self, x: np.ndarray, mu: np.ndarray) -> float:
         """Centred cosine distance of x to the mean of the last 4 turns (the z-scored
-        feature: one expression, so skipping a row leaves the statistics as they were)."""
+        feature; `_row` reads the same value off its matrix, equal up to rounding)."""
         a = x - mu
         b = REF_WEIGHTS[self._nh - 1][5] @ self._M - mu
         den = (math.sqrt(float(a @ a)) + 1e-12) * (math.sqrt(float(b @ b)) + 1e-12)
@@ -288,8 +289,9 @@ class BoundaryFeatures:
         if nh:
             refs = REF_WEIGHTS[nh - 1] @ self._M
             refs -= mu
-            nz = nxt.z if nxt is not None else x
-            Q = np.stack((x, nz))
+            Q = self._Q
+            Q[0] = x
+            Q[1] = nxt.z if nxt is not None else x
             Q -= mu
             rn = np.sqrt(np.einsum("ij,ij->i", refs, refs)) + 1e-12
             qa, qb = float(Q[0] @ Q[0]), float(Q[1] @ Q[1])
@@ -314,7 +316,7 @@ class BoundaryFeatures:
                 f["s_next"] = 1.0 - ab / (na * nb)
             else:
                 f["dp_w4"], f["dp_ema5"], f["d_next_prev"], f["s_next"] = d[5], d[2], d[0], 0.0
-            f["d_w4_z"] = self._z_update(self._d4, self._d_w4(x, mu), 0.1)
+            f["d_w4_z"] = self._z_update(self._d4, f["d_w4"], 0.1)
         else:
             for k in SEMANTIC:
                 f[k] = 0.0
