@@ -489,12 +489,13 @@ def maintain(
 
 
 # commands that live in their own modules
-from episodic.adapters.cli import agents, alerts, llm, ops  # noqa: E402
+from episodic.adapters.cli import agents, alerts, forget, llm, ops  # noqa: E402
 
 ops.register(app)
 alerts.register(app)
 agents.register(app)
 llm.register(app)
+forget.register(app)
 
 
 def main() -> None:
