@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from episodic.adapters.embedded import Memory
 from episodic.config import Settings
-from episodic.service.ingest import ingest_file
-from episodic.service.runtime import get_runtime
 from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.prefect_server import BIN, Server, prefect_server, run
 
@@ -112,8 +111,9 @@ def test_flow_run_and_artifact_visible_in_prefect_ui(tmp_path: Path, browser) ->
 
 def _consolidate(srv: Server, tmp_path: Path) -> tuple[str, str, str]:
     """Ingest a stream and run `episodic consolidate` against the server."""
-    rt = get_runtime(Settings(home=srv.home / "episodic", embedder="hash", llm="offline"))
-    ingest_file(rt.raw, write_jsonl(tmp_path / "t.jsonl", synthetic_stream(user="alice")), "jsonl")
+    settings = Settings(home=srv.home / "episodic", embedder="hash", llm="offline")
+    with Memory(settings) as memory:
+        memory.ingest(write_jsonl(tmp_path / "t.jsonl", synthetic_stream(user="alice")), "jsonl")
     run([str(BIN / "episodic"), "consolidate", "--user", "alice"], srv.env(), timeout=300)
     runs = srv.post("/flow_runs/filter", {"flow_runs": {"name": {"like_": "consolidate-alice-"}}})
     done = [r for r in runs if r["state"]["type"] == "COMPLETED"]

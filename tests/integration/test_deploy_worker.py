@@ -10,9 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from episodic.adapters.embedded import Memory
 from episodic.config import Settings
-from episodic.service.ingest import ingest_file
-from episodic.service.runtime import get_runtime
 from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.prefect_server import (
     BIN,
@@ -35,16 +34,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield srv
 
 
+def _memory(srv: Server) -> Memory:
+    """The memory the worker's runs use (the server's home), opened afresh."""
+    return Memory(Settings(home=srv.home / "episodic", embedder="hash", llm="offline"))
+
+
 def _ingest(srv: Server, user: str) -> int:
-    settings = Settings(home=srv.home / "episodic", embedder="hash", llm="offline")
-    rt = get_runtime(settings)
     path = write_jsonl(srv.home / f"{user}.jsonl", synthetic_stream(user=user))
-    return ingest_file(rt.raw, path, "jsonl").accepted
+    with _memory(srv) as memory:
+        return memory.ingest(path, "jsonl").accepted
 
 
 def _episodes(srv: Server, user: str) -> int:
-    settings = Settings(home=srv.home / "episodic", embedder="hash", llm="offline")
-    return len(get_runtime(settings).episodes.list(user))
+    with _memory(srv) as memory:
+        return len(memory.episodes(user))
 
 
 def test_deploy_from_yaml_and_worker_completes_consolidate(server: Server) -> None:
