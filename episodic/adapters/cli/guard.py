@@ -31,7 +31,9 @@ CommandFn = TypeVar("CommandFn", bound=Callable[..., Any])
 # commands that call a model when the settings ask for one
 MODEL_COMMANDS = frozenset({"consolidate", "reflect", "demo", "serve"})
 # commands that run Prefect flows, so may start its temporary server
-FLOW_COMMANDS = frozenset({"consolidate", "reflect", "maintain", "demo", "serve", "bench"})
+FLOW_COMMANDS = frozenset(
+    {"consolidate", "reflect", "maintain", "demo", "serve", "bench", "api", "mcp"}
+)
 
 
 def fail(code: ExitCode, message: str) -> NoReturn:

@@ -116,9 +116,13 @@ def serve(
     proc = subprocess.Popen(cmd)
     try:
         raise typer.Exit(proc.wait())
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (the entry point maps it)
         proc.terminate()
-        proc.wait(timeout=15)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def register(app: typer.Typer) -> None:

@@ -501,10 +501,20 @@ forget.register(app)
 def main() -> None:
     """The console script: Prefect's environment first (before prefect loads),
     quiet on a terminal except for `serve`, whose runs log at INFO in the UI."""
+    import signal
+
     from episodic.config import apply_prefect_env
 
     apply_prefect_env(quiet=sys.argv[1:2] != ["serve"])
+    # SIGTERM ends a command as Ctrl-C does: its `finally` blocks and exit
+    # handlers run, so the children it started (Prefect's temporary server,
+    # llama.cpp) are stopped, not left running without a parent
+    signal.signal(signal.SIGTERM, _terminated)
     app()
+
+
+def _terminated(signum: int, _: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 if __name__ == "__main__":

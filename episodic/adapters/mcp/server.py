@@ -10,6 +10,7 @@ text says why. stdout carries the protocol only.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -18,6 +19,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from episodic.adapters.autopilot import Autopilot
 from episodic.errors import NotFoundError
 from episodic.service.memory import Memory
 
@@ -37,14 +39,16 @@ def _refusals() -> Iterator[None]:
         raise ToolError(str(e)) from e
 
 
-def build_server(user_id: str, memory: Memory) -> MCPServer:
-    """The tools over `memory`, for `user_id` only; the caller owns the memory."""
+def build_server(user_id: str, memory: Memory, *, autopilot: Autopilot | None = None) -> MCPServer:
+    """The tools over `memory`, for `user_id` only; the caller owns the memory.
+    With an `autopilot`, `remember` schedules the user's consolidation."""
     server: MCPServer = MCPServer(
         "episodic",
         instructions=(
             "Long-term memory. `remember` stores conversation turns; `recall` searches "
             "episodes, facts and reflections; `facts` lists what is believed true; "
-            "`episodes` lists recent episodes."
+            "`episodes` lists recent episodes; `flush` consolidates now (\"I'm done, "
+            "remember this\")."
         ),
         log_level="WARNING",
     )
@@ -56,7 +60,19 @@ def build_server(user_id: str, memory: Memory) -> MCPServer:
         with _refusals():
             if len(turns) > MAX_TURNS:
                 raise ValueError(f"at most {MAX_TURNS} turns per call, got {len(turns)}")
-            return memory.add(user_id, turns, source="mcp").as_json()
+            receipt = memory.add(user_id, turns, source="mcp")
+            if autopilot is not None and receipt.accepted:
+                autopilot.touch(user_id)
+            return receipt.as_json()
+
+    @server.tool()
+    def flush() -> dict[str, Any]:
+        """ "I'm done, remember this now": consolidate this user's turns at once,
+        closing the open episode; what the run did (episodes, facts, calls)."""
+        with _refusals():
+            out = autopilot.flush(user_id) if autopilot else memory.consolidate(user_id, flush=True)
+            summary: dict[str, Any] = json.loads(json.dumps(out, default=str))
+            return summary
 
     @server.tool()
     def recall(query: str, k: int = 5) -> dict[str, Any]:
@@ -89,8 +105,17 @@ def build_server(user_id: str, memory: Memory) -> MCPServer:
 
 
 def serve_mcp(user_id: str) -> None:
-    """The process entry point: one Memory from the environment, serving
-    `user_id` on stdio until the client goes; then closed (its recall
-    bookkeeping written)."""
-    with Memory() as memory:
-        build_server(user_id, memory).run("stdio")
+    """The process entry point: one Memory from the environment (consolidating
+    through the flow in this process), serving `user_id` on stdio until the
+    client goes, with an autopilot that consolidates after writes; then closed
+    (its recall bookkeeping written)."""
+    from episodic.adapters.embedded import Memory as Embedded
+
+    with Embedded() as memory:
+        delay = memory.settings.auto_consolidate_s
+        pilot = Autopilot(memory, delay).start() if delay > 0 else None
+        try:
+            build_server(user_id, memory, autopilot=pilot).run("stdio")
+        finally:
+            if pilot is not None:
+                pilot.stop()
