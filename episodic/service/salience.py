@@ -1,9 +1,12 @@
 """Salience for closed episodes that have none yet: one anchored score per
 episode, never per turn, written back in one batch per chunk.
 
-The question asked is the episode digest (`episodic.digest`): one call gives
-the score, the summary and the candidate facts, which are held for the fact
-step of the same run (`episodic.service.digests`)."""
+The question asked is the episode digest: one call gives the score, the
+summary and the candidate facts of up to `BATCH_MAX_EPISODES` episodes within
+a token budget (`episodic.service.digest_batch`), each item validated and
+checked per episode; the facts are held for the fact step of the same run
+(`episodic.service.digests`). Nothing is written until the whole chunk is
+digested: one write, so a crash mid-batch loses and doubles nothing."""
 
 from __future__ import annotations
 
@@ -14,10 +17,10 @@ from datetime import datetime
 import numpy as np
 
 from episodic.crashpoints import crashpoint
-from episodic.digest import digest_episode
 from episodic.llm.cache import per_user
 from episodic.models import Episode, Turn, now_utc
 from episodic.service import digests
+from episodic.service.digest_batch import DigestStats, digest_all, prepare
 from episodic.service.runtime import Runtime
 
 PRIOR_CENTROIDS = 200
@@ -30,6 +33,9 @@ class SalienceBatch:
     sources: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     salience_sum: float = 0.0
+    calls: int = 0  # digest questions asked (batches and singles)
+    batched: int = 0  # episodes answered inside a batch question
+    untrusted: Counter[str] = field(default_factory=Counter)  # check -> episodes
 
 
 def _turns_of(rt: Runtime, user_id: str, episodes: list[Episode]) -> dict[str, Turn]:
@@ -55,20 +61,29 @@ def score_pending(
         if e.salience_source and e.centroid and any(e.centroid)
     ]
     prior = np.asarray(earlier, dtype=np.float32) if earlier else None
-    changes: dict[str, dict[str, object]] = {}
+    prepared = []
     for e in episodes:
         ts = [turns[t] for t in e.turn_ids if t in turns]
         if not ts:
             continue
         mat = np.asarray([vecs[t.turn_id] for t in ts if t.turn_id in vecs], dtype=np.float32)
-        digest = digest_episode(
-            rt.provider,
-            ts,
-            vectors=mat if len(mat) == len(ts) else None,
-            prior_centroids=prior,
-            domain=rt.settings.domain,
-            now=e.ended_at,  # as of the episode, like the fact prompts
+        prepared.append(
+            prepare(
+                e.episode_id,
+                ts,
+                vectors=mat if len(mat) == len(ts) else None,
+                prior_centroids=prior,
+                ended=e.ended_at,  # "today" is the episode's end, like the fact prompts
+            )
         )
+    stats = DigestStats()
+    answers = digest_all(rt.provider, prepared, domain=rt.settings.domain, stats=stats)
+    out.calls, out.batched, out.untrusted = stats.calls, stats.batched, stats.untrusted
+    changes: dict[str, dict[str, object]] = {}
+    for e in episodes:
+        digest = answers.get(e.episode_id)
+        if digest is None:
+            continue
         digests.hold(user_id, e.episode_id, digest.facts)
         res = digest.salience
         rationale = res.rationale if res.error is None else f"{res.rationale} [error: {res.error}]"
