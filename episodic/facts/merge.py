@@ -17,6 +17,13 @@ Mem0's merge lost memories in four ways; each has a guard here:
   never fits, the offline merge decides and `decided_by` says
   "offline-fallback".
 
+A new fact none of whose candidates it could conflict with or repeat is an
+ADD by rule too, with no call (`_related`): no candidate it ends
+(`is_negation_of`), none filling the same slot, none closer than
+`ASK_SIMILARITY` in cosine. The candidates are only the nearest stored facts,
+always some once a user has facts; asking about unrelated ones was most of
+the merge calls, and the offline merge answers ADD for exactly these sets.
+
 Only the sets no rule settled go to the model, all in one call. After the
 call, decisions are made consistent inside the episode: two new facts that
 touch the same stored fact chain (the second updates the row the first
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from episodic.facts.consistency import RULE, within_episode
@@ -39,9 +47,15 @@ from episodic.facts.slots import parse_slot
 from episodic.facts.types import CandidateSet, Decision, ExistingFact
 from episodic.llm.base import LLMProvider
 from episodic.llm.fallback import OFFLINE_FALLBACK, structured_or_offline
+from episodic.llm.trust import TWO_ACTIVE
 from episodic.prompts.facts import merge_context, merge_messages, number_existing
 
 log = logging.getLogger(__name__)
+
+# below this cosine (and with no shared slot and no ending) a stored fact is
+# neither a conflict nor a duplicate of a new one: no model is asked. Well
+# under the NOOP threshold (0.95), so paraphrases still reach the model.
+ASK_SIMILARITY = 0.80
 
 
 def decide(
@@ -92,7 +106,20 @@ def _by_rule(sets: list[CandidateSet], i: int, threshold: float) -> Decision | N
             return Decision("NOOP", fact.fact_id, None, fact.text, cs.new, RULE, note="equal text")
     if not cs.candidates:
         return Decision("ADD", None, cs.new.text, None, cs.new, RULE, note="no candidates")
+    if not any(_related(cs, fact, threshold) for fact in cs.candidates):
+        return Decision("ADD", None, cs.new.text, None, cs.new, RULE, note="no related candidate")
     return None
+
+
+def _related(cs: CandidateSet, fact: ExistingFact, threshold: float) -> bool:
+    """Could the new fact end, change or repeat this stored fact?"""
+    if is_negation_of(cs.new.text, fact.text):
+        return True
+    new_slot, old_slot = parse_slot(cs.new.text), parse_slot(fact.text)
+    if new_slot is not None and old_slot is not None and new_slot.slot == old_slot.slot:
+        return True
+    sim = cosine(cs.new_vector, fact.vector)
+    return sim is None or sim >= min(ASK_SIMILARITY, threshold)
 
 
 def _ask(
@@ -122,8 +149,29 @@ def _ask(
             out.append(_offline(cs, per_set[k - 1], existing, dup_threshold))
         else:
             target = existing[got.id - 1] if got.event != "ADD" and got.id else None
-            out.append(_checked(got, target, cs, answer.source))
+            decision = _checked(got, target, cs, answer.source)
+            if decision.event == "ADD" and _leaves_two_values(cs, per_set[k - 1], existing):
+                # the model kept both "lives in Paris" and "lives in Berlin" active
+                log.warning(
+                    "%s added %r beside a value of the same slot: offline merge",
+                    answer.source, cs.new.text,
+                )  # fmt: skip
+                fixed = _offline(cs, per_set[k - 1], existing, dup_threshold)
+                decision = replace(fixed, note=f"untrusted: {TWO_ACTIVE} ({answer.source})")
+            out.append(decision)
     return out
+
+
+def _leaves_two_values(cs: CandidateSet, ids: list[int], existing: list[ExistingFact]) -> bool:
+    """An ADD of an exclusive slot's value beside a shown fact with another value."""
+    new = parse_slot(cs.new.text)
+    if new is None or not new.exclusive:
+        return False
+    for i in ids:
+        old = parse_slot(existing[i - 1].text)
+        if old is not None and old.slot == new.slot and old.value != new.value:
+            return True
+    return False
 
 
 def _offline(

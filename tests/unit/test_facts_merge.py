@@ -210,9 +210,11 @@ def test_model_delete_on_a_contradiction_becomes_an_update() -> None:
 
 
 def test_model_saying_nothing_for_a_fact_adds_it(caplog: pytest.LogCaptureFixture) -> None:
-    paris = ExistingFact("f1", "User lives in Paris", vec("User lives in Paris"))
+    # both candidates share a slot with their new fact: the model is asked
+    jazz = ExistingFact("f1", "User likes jazz music", vec("User likes jazz music"))
+    initech = ExistingFact("f2", "User works at Initech", vec("User works at Initech"))
     a, b = new_fact("User likes jazz"), new_fact("User works at Acme")
-    sets = [CandidateSet(a, vec(a.text), [paris]), CandidateSet(b, vec(b.text), [paris])]
+    sets = [CandidateSet(a, vec(a.text), [jazz]), CandidateSet(b, vec(b.text), [initech])]
     provider = scripted({"decisions": [{"event": "ADD", "new_index": 1}]})
     with caplog.at_level(logging.WARNING):
         decisions = decide(provider, sets, now=NOW)
@@ -230,7 +232,9 @@ def test_model_noop_must_name_the_fact_that_already_holds_it() -> None:
         {"decisions": [{"event": "ADD", "new_index": 1}]},
     )
     [d] = decide(provider, _paris_then_berlin(), now=NOW)
-    assert len(provider.calls) == 2 and d.event == "ADD"
+    # the re-asked ADD would leave Paris and Berlin both active: checked, not trusted
+    assert len(provider.calls) == 2 and d.event == "UPDATE"
+    assert "two-active-values" in d.note
 
 
 def test_only_unsettled_sets_go_to_the_model_in_one_call() -> None:
@@ -290,3 +294,43 @@ def test_merge_prompt_numbers_facts_and_never_shows_ids() -> None:
 def test_dup_threshold_is_checked() -> None:
     with pytest.raises(ValueError, match="dup_threshold"):
         decide(OfflineProvider(), [], now=NOW, dup_threshold=0.0)
+
+
+def test_unrelated_candidates_add_without_a_call() -> None:
+    # the nearest stored facts are always candidates; one that the new fact
+    # neither ends, nor shares a slot with, nor nearly repeats is no reason to ask
+    paris = ExistingFact("f1", "User lives in Paris", vec("User lives in Paris"))
+    a = new_fact("User likes jazz")
+    asked: list[str] = []
+
+    def handler(messages, model, context):  # type: ignore[no-untyped-def]
+        asked.append(model.__name__)
+        return {"decisions": []}
+
+    [d] = decide(FakeProvider(handler), [CandidateSet(a, vec(a.text), [paris])], now=NOW)
+    assert (d.event, d.decided_by, d.note) == ("ADD", "rule", "no related candidate")
+    assert asked == []
+
+
+def test_a_same_slot_candidate_is_asked_about() -> None:
+    initech = ExistingFact("f1", "User works at Initech", vec("User works at Initech"))
+    b = new_fact("User works at Acme")
+    asked: list[str] = []
+
+    def handler(messages, model, context):  # type: ignore[no-untyped-def]
+        asked.append(model.__name__)
+        return {"decisions": [{"event": "UPDATE", "id": 1, "text": b.text, "new_index": 1}]}
+
+    [d] = decide(FakeProvider(handler), [CandidateSet(b, vec(b.text), [initech])], now=NOW)
+    assert asked == ["MergeDecisions"] and d.event == "UPDATE"
+
+
+def test_a_model_add_beside_another_value_of_the_slot_falls_back() -> None:
+    # a small model answered ADD for "lives in Berlin" beside "lives in Paris":
+    # two active residences; the offline merge decides that item instead
+    paris = ExistingFact("f1", "User lives in Paris", vec("User lives in Paris"))
+    b = new_fact("User lives in Berlin")
+    provider = scripted({"decisions": [{"event": "ADD", "new_index": 1}]})
+    [d] = decide(provider, [CandidateSet(b, vec(b.text), [paris])], now=NOW)
+    assert (d.event, d.target_fact_id) == ("UPDATE", "f1")
+    assert d.decided_by == "offline-fallback" and "two-active-values" in d.note
