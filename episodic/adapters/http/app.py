@@ -17,14 +17,15 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
-from fastapi import FastAPI, HTTPException, Path, Query, Request
+from fastapi import FastAPI, Header, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
 
+from episodic.adapters.autopilot import Autopilot
 from episodic.adapters.http.auth import Reader, Writer
-from episodic.adapters.http.limits import BodyLimit
+from episodic.adapters.http.limits import BodyLimit, TimedH11
 from episodic.errors import NotFoundError
 from episodic.service.memory import Memory
 from episodic.service.status import StreamStatus
@@ -36,6 +37,7 @@ from episodic.service.views import (
     FactView,
     ForgetReceipt,
     Hit,
+    IngestStatus,
     ReflectionView,
 )
 
@@ -89,18 +91,25 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 Id = Annotated[str, Path(min_length=1, max_length=128)]
 
 
-def create_app(memory: Memory, *, owns_memory: bool = False) -> FastAPI:
+def create_app(
+    memory: Memory, *, owns_memory: bool = False, autopilot: Autopilot | None = None
+) -> FastAPI:
     """The API over `memory`: one service call per route; `POST /v1/consolidate`
     uses the memory's runner. With `owns_memory` the app closes the memory as
     it shuts down (its recall bookkeeping written before the process goes:
     uvicorn ends on SIGTERM by re-raising it, which runs no `finally`);
-    otherwise the caller closes it."""
+    otherwise the caller closes it. With an `autopilot`, writes schedule their
+    user's consolidation and `POST /v1/flush` runs it now."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if autopilot is not None:
+            autopilot.start()
         try:
             yield
         finally:
+            if autopilot is not None:
+                await anyio.to_thread.run_sync(autopilot.stop)
             if owns_memory:
                 await anyio.to_thread.run_sync(memory.close)
 
@@ -130,9 +139,37 @@ def create_app(memory: Memory, *, owns_memory: bool = False) -> FastAPI:
         return Health(status="ok", version=API_VERSION)
 
     @app.post("/v1/turns", response_model=AddReceipt, tags=["write"])
-    def post_turns(body: TurnsIn, key: Writer) -> AddReceipt:
-        """Append a batch of turns to the caller's raw log (idempotent)."""
-        return memory.add(key.user_id, body.turns, source=f"api:{key.key_id}")
+    def post_turns(
+        body: TurnsIn,
+        key: Writer,
+        idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
+    ) -> AddReceipt:
+        """Append a batch of turns to the caller's raw log; the answer comes once
+        they are durable, with an `ingest_id` (`GET /v1/ingests/{id}`). A retry
+        with the same `Idempotency-Key` header gets the first answer and writes
+        nothing; a record's `id` makes it idempotent on its own."""
+        receipt = memory.add(
+            key.user_id, body.turns, source=f"api:{key.key_id}", idempotency_key=idempotency_key
+        )
+        if autopilot is not None and receipt.accepted:
+            autopilot.touch(key.user_id)
+        return receipt
+
+    @app.get("/v1/ingests/{ingest_id}", response_model=IngestStatus, tags=["read"])
+    def ingest(ingest_id: Id, key: Reader) -> IngestStatus:
+        """What became of one write: queued, consolidated (its episodes and facts) or failed."""
+        return memory.ingest_status(key.user_id, ingest_id)
+
+    @app.post("/v1/flush", response_model=ConsolidateOut, tags=["write"])
+    def flush(key: Writer) -> ConsolidateOut:
+        """ "I'm done, remember this now": consolidate the caller's streams,
+        closing their open episodes."""
+        out = (
+            autopilot.flush(key.user_id)
+            if autopilot is not None
+            else memory.consolidate(key.user_id, flush=True)
+        )
+        return _consolidated(out)
 
     @app.get("/v1/search", response_model=list[Hit], tags=["read"])
     def search(
@@ -230,15 +267,18 @@ def create_app(memory: Memory, *, owns_memory: bool = False) -> FastAPI:
         """Consolidate the caller's streams: the `consolidate` deployment when
         the server was started with PREFECT_API_URL naming a Prefect server,
         else the flow in this process. `flush` also closes every open episode."""
-        out = memory.consolidate(key.user_id, flush=flush)
-        if out.get("mode") == "deployment":
-            return ConsolidateOut(mode="deployment", run_id=str(out["run_id"]))
-        return ConsolidateOut(mode="local", summary=out)
+        return _consolidated(memory.consolidate(key.user_id, flush=flush))
 
     from episodic.adapters.http.ui import mount_ui
 
     mount_ui(app, memory)  # the memory browser at /ui
     return app
+
+
+def _consolidated(out: dict[str, Any]) -> ConsolidateOut:
+    if out.get("mode") == "deployment":
+        return ConsolidateOut(mode="deployment", run_id=str(out["run_id"]))
+    return ConsolidateOut(mode="local", summary=out)
 
 
 def serve_api(host: str, port: int) -> None:
@@ -251,6 +291,10 @@ def serve_api(host: str, port: int) -> None:
 
     runner = run_deployment if os.environ.get("PREFECT_API_URL") else run_flow
     with Memory(runner=runner) as memory:
-        app = BodyLimit(create_app(memory, owns_memory=True))
+        delay = memory.settings.auto_consolidate_s
+        pilot = Autopilot(memory, delay) if delay > 0 else None
+        app = BodyLimit(create_app(memory, owns_memory=True, autopilot=pilot))
         # access log off: a URL could carry a key a client put in the wrong place
-        uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")
+        uvicorn.run(
+            app, host=host, port=port, access_log=False, log_level="warning", http=TimedH11
+        )
