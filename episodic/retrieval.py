@@ -12,6 +12,7 @@ recall of every returned item.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -154,3 +155,66 @@ def context_rows(
             out.append(nxt)
             j = nxt
     return sorted(out, key=lambda i: (abs(i - hit), i))
+
+
+# --- lexical terms every item shares; statements of a value no longer true --------
+
+_WORD = re.compile(r"[a-z0-9]+")
+SHARED_SHARE = 0.8  # a query word in this share of the nearest rows ranks nothing
+SHARED_MIN_ROWS = 3  # too few rows to tell a shared word from a relevant one
+STALE_PENALTY = 0.5  # a turn stating a superseded value ranks below what replaced it
+_STOP = frozenset(
+    "a an and are as at be been but by do does did for from had has have he her his i in "
+    "is it its me my now of on or our she so that the their them they this to was we were "
+    "what when where which who will with you your user users".split()
+)
+
+
+def _stem(w: str) -> str:
+    """A crude plural / third-person fold (lives -> live, cats -> cat)."""
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def words(text: str) -> list[str]:
+    return [_stem(w) for w in _WORD.findall(text.lower())]
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in words(text) if w not in _STOP}
+
+
+def rarer_terms(query: str, texts: Sequence[str], share: float = SHARED_SHARE) -> str:
+    """The query without the words that at least `share` of `texts` hold (the
+    user's nearest facts, say: "user" is in every one, so BM25 on it ranks by
+    length alone). Unchanged when there are too few texts to tell."""
+    if len(texts) < SHARED_MIN_ROWS:
+        return query
+    df: dict[str, int] = {}
+    for t in texts:
+        for w in set(words(t)):
+            df[w] = df.get(w, 0) + 1
+    cut = share * len(texts)
+    kept = [w for w in _WORD.findall(query.lower()) if df.get(_stem(w), 0) < cut]
+    return " ".join(kept)
+
+
+def states_stale(line: str, stale: Sequence[tuple[str, str | None]]) -> bool:
+    """Whether a turn states a value that is no longer true: for some stale fact
+    (its text, and the text of the fact that replaced it or None), the turn
+    holds a word that only the stale fact has, at least half of its content
+    words, and none of the words that only its replacement has ("I live in
+    Lisbon" against "User lives in Lisbon" -> "User lives in Amsterdam";
+    "I moved to Amsterdam from Lisbon" is current)."""
+    have = set(words(line))
+    for old, new in stale:
+        c_old = content_words(old)
+        c_new = content_words(new) if new else set()
+        only_old = c_old - c_new
+        if not only_old or not have & only_old:
+            continue
+        if 2 * len(have & c_old) < len(c_old):
+            continue
+        if have & (c_new - c_old):
+            continue
+        return True
+    return False

@@ -22,7 +22,7 @@ from lancedb import col, lit
 from lancedb.expr import Expr
 from lancedb.index import FTS, BTree
 
-from episodic.retrieval import RRF_K, W_DENSE, W_TEXT, rrf_scores
+from episodic.retrieval import RRF_K, W_DENSE, W_TEXT, rarer_terms, rrf_scores
 from storage import filters
 from storage.codec import to_naive
 from storage.db import Store
@@ -130,7 +130,7 @@ class TurnDocs:
         return list(
             self.table.search()
             .where(filters.user_in(user_id, "turn_id", turn_ids))
-            .select(["turn_id", "stream_id", "seq", "event_ts"])
+            .select(["turn_id", "stream_id", "seq", "event_ts", "doc"])
             .limit(len(set(turn_ids)) + 1)
             .to_list()
         )
@@ -214,16 +214,22 @@ def hybrid(
     n: int,
     text_columns: Sequence[str] = (),
     dense_columns: Sequence[str] = (),
+    shared_terms_from: str | None = None,
 ) -> list[Match]:
     """BM25 top-n and cosine top-n of one kind of row, fused by the one RRF.
     Each hit carries the columns its channels were asked for (`Match.row`), so
-    no second read fetches them."""
+    no second read fetches them. With `shared_terms_from` (a text column the
+    cosine channel reads), query words that (nearly) every one of the user's
+    nearest rows holds are left out of the BM25 query
+    (`episodic.retrieval.rarer_terms`): "user" in every fact ranks nothing."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     ttbl = TurnDocs(store).table if text_table == TURN_DOCS else store.table(text_table)
     vtbl = store.table(vector_table)
-    text = _text_rows(ttbl, query, text_filter, id_column, n, text_columns)
     dense = _dense_rows(vtbl, qvec, vector_column, vector_filter, id_column, n, dense_columns)
+    if shared_terms_from is not None:
+        query = rarer_terms(query, [str(r.get(shared_terms_from) or "") for r in dense])
+    text = _text_rows(ttbl, query, text_filter, id_column, n, text_columns)
     rows: dict[str, dict[str, Any]] = {}
     for r in (*dense, *text):  # the text channel's columns win: it may carry more
         rows.setdefault(str(r[id_column]), {}).update(r)
@@ -238,7 +244,7 @@ def hybrid(
     ]
 
 
-TURN_COLUMNS = ("stream_id", "seq", "event_ts")
+TURN_COLUMNS = ("stream_id", "seq", "event_ts", "doc")
 
 
 def search_turns(
@@ -273,7 +279,9 @@ def search_table(
     columns: Sequence[str] = (),
 ) -> list[Match]:
     """Facts or reflections: text and vector in the same table; each hit's
-    row carries `columns`."""
+    row carries `columns`. The table's FTS index is made here when missing
+    (`Store.ensure_fts`), whichever path wrote the rows."""
+    store.ensure_fts(table)
     cond = filters.user(user_id) & filters.eq("status", status)
     return hybrid(
         store,
@@ -288,7 +296,33 @@ def search_table(
         n=n,
         text_columns=columns,
         dense_columns=columns,
+        shared_terms_from="text" if "text" in columns else None,
     )
+
+
+def stale_facts(store: Store, user_id: str, limit: int = 2000) -> list[tuple[str, str | None]]:
+    """The user's facts that are no longer true (superseded or deleted), each
+    with the text of the active fact that replaced it (None: none did), in
+    one read of the facts table."""
+    rows = (
+        store.table("facts")
+        .search()
+        .where(  # constants only besides the bound user
+            f"{filters.sql(filters.user(user_id))}"
+            " AND (status <> 'active' OR supersedes IS NOT NULL)"
+        )
+        .select(["fact_id", "text", "status", "supersedes"])
+        .limit(limit)
+        .to_list()
+    )
+    by_old = {
+        str(r["supersedes"]): str(r["text"])
+        for r in rows
+        if r.get("supersedes") and r.get("status") == "active"
+    }
+    return [
+        (str(r["text"]), by_old.get(str(r["fact_id"]))) for r in rows if r.get("status") != "active"
+    ]
 
 
 def episodes_holding(

@@ -20,10 +20,12 @@ from episodic.retrieval import (
     CONTEXT_GAP_MINUTES,
     CONTEXT_TURNS,
     Components,
+    STALE_PENALTY,
     ScoreWeights,
     context_rows,
     fixed_score,
     hours_between,
+    states_stale,
     turn_doc,
     turn_line,
 )
@@ -37,6 +39,7 @@ from storage.search import (
     raw_at,
     search_table,
     search_turns,
+    stale_facts,
 )
 
 _TABLE = {"facts": "facts", "reflections": "reflections"}
@@ -47,8 +50,15 @@ def _importance(r: dict[str, Any]) -> float:
     return float(r.get("importance") or 0.0)
 
 
-def _last_access(r: dict[str, Any], now: datetime) -> datetime:
-    return to_aware(r.get("last_recalled_at")) or to_aware(r.get("created_at")) or now
+def _event_time(kind: str, r: dict[str, Any]) -> datetime | None:
+    """An item's time in the memory's own time (never processing time): a
+    turn's event_ts, a fact's valid_from; a reflection's is its newest
+    evidence among the candidates (`_reflection_times`)."""
+    if kind == "turns":
+        return to_aware(r.get("event_ts"))
+    if kind == "facts":
+        return to_aware(r.get("valid_from"))
+    return None
 
 
 # the shipped design (docs/retrieval.md): hybrid hits on turns, facts and reflections
@@ -62,7 +72,11 @@ _ROW = {
         "recall_count",
         "last_recalled_at",
         "created_at",
-        "source_episode_ids" if kind == "facts" else "evidence_episode_ids",
+        *(
+            ("source_episode_ids", "valid_from")
+            if kind == "facts"
+            else ("evidence_episode_ids", "evidence_fact_ids")
+        ),
     )
     for kind in ("facts", "reflections")
 }
@@ -106,10 +120,17 @@ def sync_turn_docs(rt: Runtime, user_id: str) -> int:
     """Write the search documents of the user's turns that have none yet.
     In sync (as many documents as turns: documents are unique per turn),
     that is two counts; otherwise one read of every stream's watermark."""
+    return _sync_turn_docs(rt, user_id)[0]
+
+
+def _sync_turn_docs(rt: Runtime, user_id: str) -> tuple[int, datetime | None]:
+    """`sync_turn_docs`, and the user's newest event time (the streams' heads)."""
     docs = TurnDocs(rt.store)
     heads = rt.raw.streams(user_id)
+    times = [t for h in heads if (t := to_aware(h.last_event_ts)) is not None]
+    newest = max(times) if times else None
     if docs.count(user_id) >= sum(h.n_turns for h in heads):
-        return 0
+        return 0, newest
     marks = docs.watermarks(user_id)
     written = 0
     for head in heads:
@@ -134,7 +155,7 @@ def sync_turn_docs(rt: Runtime, user_id: str) -> int:
                 }
             )
         written += docs.put(rows)
-    return written
+    return written, newest
 
 
 def _contexts(
@@ -172,6 +193,8 @@ def _contexts(
 
 
 _Cand = tuple[Components, str, Match, dict[str, Any]]
+# before scoring: kind, hit, row, importance (0-10)
+_Raw = tuple[str, Match, dict[str, Any], float]
 
 
 # shared by concurrent searches (the API's request threads): room for several
@@ -204,16 +227,9 @@ class _Ask:
     now: datetime
 
 
-def _turn_candidates(ask: _Ask) -> list[_Cand]:
-    rt, user_id, query, qvec, opts, now = (
-        ask.rt,
-        ask.user_id,
-        ask.query,
-        ask.qvec,
-        ask.opts,
-        ask.now,
-    )
-    sync_turn_docs(rt, user_id)
+def _turn_candidates(ask: _Ask) -> tuple[list[_Raw], datetime | None]:
+    rt, user_id, query, qvec, opts = ask.rt, ask.user_id, ask.query, ask.qvec, ask.opts
+    _, newest = _sync_turn_docs(rt, user_id)
     hits = search_turns(rt.store, user_id, rt.embedder.name, query, qvec, opts.pool)
     # text hits carry their position; only cosine-only hits are looked up
     meta = {h.item_id: h.row for h in hits if h.row and "seq" in h.row}
@@ -223,7 +239,7 @@ def _turn_candidates(ask: _Ask) -> list[_Cand]:
     for r in meta.values():
         by_stream.setdefault(str(r["stream_id"]), []).append(int(r["seq"]))
     eps = episodes_holding(rt.store, user_id, by_stream)
-    out: list[_Cand] = []
+    out: list[_Raw] = []
     for h in hits:
         found = meta.get(h.item_id)
         if found is None:
@@ -231,12 +247,11 @@ def _turn_candidates(ask: _Ask) -> list[_Cand]:
         ep = eps.get((str(found["stream_id"]), int(found["seq"])))
         r = {**found, "episode": ep}
         sal = float(ep["salience"] or 0) if ep else 0.0
-        ts = to_aware(r["event_ts"]) or now
-        out.append((fixed_score(h.rrf, ts, sal, now, opts.weights), "turns", h, r))
-    return out
+        out.append(("turns", h, r, sal))
+    return out, newest
 
 
-def _row_candidates(ask: _Ask, kind: str) -> list[_Cand]:
+def _row_candidates(ask: _Ask, kind: str) -> list[_Raw]:
     hits = search_table(
         ask.rt.store,
         _TABLE[kind],
@@ -247,14 +262,79 @@ def _row_candidates(ask: _Ask, kind: str) -> list[_Cand]:
         ask.opts.pool,
         columns=_ROW[kind],
     )
-    out: list[_Cand] = []
-    for h in hits:
-        if h.row is None:
+    return [(kind, h, h.row, _importance(h.row)) for h in hits if h.row is not None]
+
+
+def _own_line(doc: str) -> str:
+    """A turn document's own line (the last: the turn before it comes first)."""
+    return doc.rsplit("\n", 1)[-1]
+
+
+def _score_all(
+    raw: Sequence[_Raw],
+    stale: Sequence[tuple[str, str | None]],
+    at: datetime,
+    w: ScoreWeights,
+) -> list[_Cand]:
+    """Every candidate on the fixed scales, in the memory's own time `at`:
+    - recency from event time (turn event_ts, fact valid_from, a reflection's
+      newest evidence among the candidates; none found: 0);
+    - a turn that states a superseded value loses `STALE_PENALTY`;
+    - a reflection never outranks its best-scored evidence among the candidates."""
+    times: dict[str, datetime] = {}  # episode or fact id -> newest event time
+    for kind, h, r, _ in raw:
+        t = _event_time(kind, r)
+        if t is None:
             continue
-        last = _last_access(h.row, ask.now)
-        imp = _importance(h.row)
-        out.append((fixed_score(h.rrf, last, imp, ask.now, ask.opts.weights), kind, h, h.row))
+        if kind == "turns" and r.get("episode"):
+            key = str(r["episode"]["episode_id"])
+            times[key] = max(times.get(key, t), t)
+        elif kind == "facts":
+            times[h.item_id] = t
+            for ep in r.get("source_episode_ids") or []:
+                times[str(ep)] = max(times.get(str(ep), t), t)
+    out: list[_Cand] = []
+    best: dict[str, float] = {}  # evidence id -> its best score
+    reflections: list[tuple[_Raw, list[str]]] = []
+    for item in raw:
+        kind, h, r, imp = item
+        if kind == "reflections":
+            ev = [str(x) for x in (r.get("evidence_episode_ids") or [])]
+            ev += [str(x) for x in (r.get("evidence_fact_ids") or [])]
+            reflections.append((item, ev))
+            continue
+        t = _event_time(kind, r)
+        comp = fixed_score(h.rrf, t or at, imp, at, w)
+        if t is None:
+            comp = _without_recency(comp, w)
+        if kind == "turns" and stale and states_stale(_own_line(str(r.get("doc") or "")), stale):
+            comp = _penalised(comp, STALE_PENALTY)
+        out.append((comp, kind, h, r))
+        keys = [h.item_id]
+        if kind == "turns" and r.get("episode"):
+            keys.append(str(r["episode"]["episode_id"]))
+        for key in keys:
+            best[key] = max(best.get(key, comp.score), comp.score)
+    for (kind, h, r, imp), ev in reflections:
+        known = [times[e] for e in ev if e in times]
+        comp = fixed_score(h.rrf, max(known) if known else at, imp, at, w)
+        if not known:
+            comp = _without_recency(comp, w)
+        cap = max((best[e] for e in ev if e in best), default=None)
+        if cap is not None and comp.score >= cap:
+            comp = _penalised(comp, comp.score - cap + 1e-6)
+        out.append((comp, kind, h, r))
     return out
+
+
+def _without_recency(c: Components, w: ScoreWeights) -> Components:
+    return Components(
+        c.relevance, 0.0, c.importance, round(c.score - w.recency_weight * c.recency, 6)
+    )
+
+
+def _penalised(c: Components, by: float) -> Components:
+    return Components(c.relevance, c.recency, c.importance, round(c.score - by, 6))
 
 
 def search_memory(
@@ -271,14 +351,21 @@ def search_memory(
     qvec = rt.embedder.embed([query])[0].astype(np.float32)
     # the kinds' reads overlap: LanceDB runs them outside the GIL
     ask = _Ask(rt, user_id, query, qvec, opts, now)
-    parts = [
-        _READERS.submit(_turn_candidates, ask)
-        if kind == "turns"
-        else _READERS.submit(_row_candidates, ask, kind)
+    turn_part = _READERS.submit(_turn_candidates, ask) if "turns" in opts.kinds else None
+    row_parts = [
+        _READERS.submit(_row_candidates, ask, kind)
         for kind in HIT_KINDS
-        if kind in opts.kinds
+        if kind != "turns" and kind in opts.kinds
     ]
-    cands = [c for part in parts for c in part.result()]
+    stale_part = _READERS.submit(stale_facts, rt.store, user_id)
+    raw: list[_Raw] = [c for part in row_parts for c in part.result()]
+    newest = None
+    if turn_part is not None:
+        turn_raw, newest = turn_part.result()
+        raw = turn_raw + raw
+    # the memory's own time: its newest event, never later than the clock
+    at = min(now, newest) if newest is not None else now
+    cands = _score_all(raw, stale_part.result(), at, opts.weights)
     cands.sort(key=lambda c: (-c[0].score, c[2].item_id))
     budget = opts.max_turns if opts.max_turns is not None else 3 * opts.k
     head = [c[3] for c in cands if c[1] == "turns"][: max(opts.k, budget)]
