@@ -19,8 +19,8 @@ from episodic.models import Turn, now_utc
 from episodic.retrieval import (
     CONTEXT_GAP_MINUTES,
     CONTEXT_TURNS,
-    Components,
     STALE_PENALTY,
+    Components,
     ScoreWeights,
     context_rows,
     fixed_score,
