@@ -167,6 +167,7 @@ def consolidate(
     rt = memory.rt
     logger = get_run_logger()
     usage_before = rt.provider.usage.as_dict()
+    llm_before = _llm_state(rt)
     wait_before = _llm_wait(rt)
     stages_before = rt.stages.snapshot()
     part = Shard.parse(shard) if shard is not None else None  # a bad one fails first
@@ -195,14 +196,83 @@ def consolidate(
         usage.get("input_tokens", 0),
         usage.get("output_tokens", 0),
     )
-    logger.info(
-        "consolidated %d turns into %d episodes",
-        summary["turns_processed"],
-        summary["episodes_closed"],
-    )
+    summary["llm"] = _llm_report(rt, llm_before, usage)
+    _log_run(logger, summary)
     markdown = consolidate_markdown(summary) + _pictures(rt, sorted(by_user), plot)
     publish_markdown("consolidate-report", markdown, "Consolidation run")
     return summary
+
+
+def _llm_state(rt: Runtime) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    """The provider's per-stage counts and untrusted answers so far (a test's
+    stand-in provider may keep none)."""
+    usage = rt.provider.usage
+    stages = usage.stages_dict() if hasattr(usage, "stages_dict") else {}
+    return stages, dict(getattr(usage, "untrusted", {}))
+
+
+def _llm_report(
+    rt: Runtime, before: tuple[dict[str, dict[str, float]], dict[str, int]], usage: dict[str, Any]
+) -> dict[str, Any]:
+    """Every token of the run: per stage (digest, extraction, merge, reflection,
+    segmentation_judge) calls, cache hits, tokens, fallbacks, wait and cost."""
+    from episodic.llm.accounting import stage_report
+    from episodic.llm.prices import PRICES_AS_OF, price_of
+
+    stages, untrusted = _llm_state(rt)
+    name, model = rt.provider.name, rt.provider.model
+    price = price_of(name, model)
+    by_stage = stage_report(before[0], stages, name, model)
+    return {
+        "provider": name,
+        "model": model,
+        "calls": usage.get("calls", 0),
+        "cache_hits": usage.get("cached", 0),
+        "fallbacks": usage.get("fallbacks", 0),
+        "failures": usage.get("failures", 0),
+        "input_tokens": usage.get("input_tokens", 0),
+        "output_tokens": usage.get("output_tokens", 0),
+        "wait_s": round(sum(float(r["wait_s"] or 0) for r in by_stage.values()), 3),
+        "by_stage": by_stage,
+        "untrusted": {
+            k: n - before[1].get(k, 0) for k, n in untrusted.items() if n - before[1].get(k, 0)
+        },
+        "price_per_million": None if price is None else {"input": price[0], "output": price[1]},
+        "prices_as_of": PRICES_AS_OF,
+    }
+
+
+def _log_run(logger: Any, summary: dict[str, Any]) -> None:
+    """What happened, in the run's log (the Prefect UI shows it beside the tasks)."""
+    reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary["by_reason"].items())) or "none"
+    logger.info(
+        "read %d turns of %d users; closed %d episodes (%s); %d turns still open",
+        summary["turns_processed"], len(summary["users"]), summary["episodes_closed"],
+        reasons, summary["open_turns"],
+    )  # fmt: skip
+    ev = summary["fact_events"]
+    logger.info(
+        "facts: %d added, %d updated, %d deleted, %d unchanged; %d reflections written",
+        ev.get("ADD", 0), ev.get("UPDATE", 0), ev.get("DELETE", 0), ev.get("NOOP", 0),
+        summary.get("reflections", 0),
+    )  # fmt: skip
+    llm = summary["llm"]
+    cost = summary.get("estimated_cost_usd")
+    logger.info(
+        "model %s/%s: %d calls, %d cache hits, %d fallbacks, %d/%d tokens in/out, "
+        "%.1f s waiting, cost %s (prices of %s)",
+        llm["provider"], llm["model"], llm["calls"], llm["cache_hits"], llm["fallbacks"],
+        llm["input_tokens"], llm["output_tokens"], llm["wait_s"],
+        "unknown (no published price)" if cost is None else f"${cost:.4f}", llm["prices_as_of"],
+    )  # fmt: skip
+    for stage, row in llm["by_stage"].items():
+        logger.info(
+            "  %s: %d calls, %d cache hits, %d fallbacks, %d/%d tokens, %.1f s",
+            stage, row["calls"], row["cache_hits"], row["fallbacks"],
+            row["input_tokens"], row["output_tokens"], row["wait_s"],
+        )  # fmt: skip
+    if llm["untrusted"]:
+        logger.warning("answers not trusted (answered offline): %s", llm["untrusted"])
 
 
 def _llm_wait(rt: Runtime) -> float:
@@ -272,6 +342,7 @@ def summarise(
         "tokens": {"input": usage.get("input_tokens", 0), "output": usage.get("output_tokens", 0)},
         "stages": dict.fromkeys((s.value for s in Stage), 0.0),
         "estimated_cost_usd": 0.0,  # nothing asked; a run that asked sets it
+        "llm": {"calls": 0, "by_stage": {}, "untrusted": {}},  # likewise
         "seconds": round(seconds, 3),
         "started_at": began.isoformat(),
     }

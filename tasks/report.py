@@ -39,6 +39,7 @@ def consolidate_markdown(summary: dict[str, Any], plot_path: str | None = None) 
         n = hist.get(score, 0)
         lines.append(f"| {score} | {n} | {_bar(n, most)} |")
     lines += _stage_lines(summary)
+    lines += _llm_lines(summary)
     lines += ["", "## Salience sources", ""]
     for src, n in sorted(summary["salience_sources"].items()):
         lines.append(f"- {src}: {n}")
@@ -72,6 +73,34 @@ def _stage_lines(summary: dict[str, Any]) -> list[str]:
         "",
         f"- estimated cost: {'no price table for this model' if cost is None else f'${cost:.4f}'}",
     ]
+    return lines
+
+
+def _llm_lines(summary: dict[str, Any]) -> list[str]:
+    """Every token of the run, per stage, with its cost from the price table."""
+    llm: dict[str, Any] = summary.get("llm") or {}
+    by_stage: dict[str, dict[str, Any]] = llm.get("by_stage") or {}
+    if not by_stage:
+        return []
+    lines = [
+        "",
+        "## Model calls and tokens per stage",
+        "",
+        f"Provider {llm.get('provider')}/{llm.get('model')}; prices of "
+        f"{llm.get('prices_as_of')} (cost — when the model has no published price).",
+        "",
+        "| stage | calls | cache hits | fallbacks | tokens in | tokens out | wait s | cost $ |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for stage, r in by_stage.items():
+        cost = "—" if r.get("cost_usd") is None else f"{r['cost_usd']:.4f}"
+        lines.append(
+            f"| {stage} | {r['calls']} | {r['cache_hits']} | {r['fallbacks']} | "
+            f"{r['input_tokens']} | {r['output_tokens']} | {r['wait_s']:.1f} | {cost} |"
+        )
+    if llm.get("untrusted"):
+        lines += ["", "Answers not trusted (answered offline instead):", ""]
+        lines += [f"- {k}: {n}" for k, n in sorted(llm["untrusted"].items())]
     return lines
 
 

@@ -29,9 +29,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from episodic.llm.accounting import stage_report
 from episodic.llm.base import Message, Usage
 from episodic.llm.cache import CachedProvider
 from episodic.llm.offline import OfflineProvider
+from episodic.llm.prices import PRICES_AS_OF
 
 T = TypeVar("T", bound=BaseModel)
 TARGET_CALLS_PER_1000 = 100
@@ -139,9 +141,12 @@ def bench_llm(
         else:
             inner = OfflineProvider()
         meter = StepMeter(inner)
+        stages_before = inner.usage.stages_dict()
         first = _run(samples, CachedProvider(meter, tmp / "cache"), tmp / "run1", embedder)
         first_steps = meter.per_step()
         calls_first = sum(meter.calls.values())
+        after = inner.usage.stages_dict()
+        first_stages = stage_report(stages_before, after, inner.name, inner.model)
         meter.calls.clear()
         cached_before = inner.usage.cached
         second = _run(samples, CachedProvider(meter, tmp / "cache"), tmp / "run2", embedder)
@@ -167,6 +172,16 @@ def bench_llm(
         "target_calls_per_1000_turns": TARGET_CALLS_PER_1000,
         "meets_target": per_1000 <= TARGET_CALLS_PER_1000,
         "per_step": first_steps,
+        "per_stage": first_stages,
+        "per_stage_per_1000_turns": {
+            stage: {
+                k: (round(1000 * v / turns, 2) if turns and isinstance(v, int | float) else v)
+                for k, v in row.items()
+            }
+            for stage, row in first_stages.items()
+        },
+        "llm": first["summary"].get("llm"),
+        "prices_as_of": PRICES_AS_OF,
         "wall_s": first["wall_s"],
         "unscored_episodes": first["unscored"],
         "cached_rerun": {

@@ -45,7 +45,8 @@ from episodic.facts.offline_merge import DEFAULT_DUP_THRESHOLD, merge_one
 from episodic.facts.schema import MergeDecisions, MergeItem
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import CandidateSet, Decision, ExistingFact
-from episodic.llm.base import LLMProvider
+from episodic.llm.accounting import record_fallback, record_untrusted
+from episodic.llm.base import LLMProvider, Usage
 from episodic.llm.fallback import OFFLINE_FALLBACK, structured_or_offline
 from episodic.llm.trust import TWO_ACTIVE
 from episodic.prompts.facts import merge_context, merge_messages, number_existing
@@ -157,6 +158,10 @@ def _ask(
                     answer.source, cs.new.text,
                 )  # fmt: skip
                 fixed = _offline(cs, per_set[k - 1], existing, dup_threshold)
+                usage = getattr(provider, "usage", None)
+                if isinstance(usage, Usage):
+                    record_fallback(usage, "merge")
+                    record_untrusted(usage, "merge", TWO_ACTIVE)
                 decision = replace(fixed, note=f"untrusted: {TWO_ACTIVE} ({answer.source})")
             out.append(decision)
     return out

@@ -8,6 +8,9 @@ deterministic fallback lives beside its schema.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -15,6 +18,52 @@ from pydantic import BaseModel
 
 T = TypeVar("T", bound=BaseModel)
 Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": str}
+
+
+# The stage a question belongs to, named by its response model; the stages of
+# the run's accounting (`Usage.by_stage`, `episodic consolidate --json`).
+STAGES = ("digest", "extraction", "merge", "reflection", "segmentation_judge", "other")
+STAGE_OF_MODEL = {
+    "EpisodeDigest": "digest",
+    "BatchDigest": "digest",
+    "SalienceRating": "digest",
+    "ExtractedFacts": "extraction",
+    "MergeDecisions": "merge",
+    "FocalQuestions": "reflection",
+    "Insights": "reflection",
+    "PredictionError": "segmentation_judge",
+}
+_STAGE: ContextVar[str | None] = ContextVar("episodic_llm_stage", default=None)
+
+
+def stage_of(response_model: type[BaseModel] | str) -> str:
+    name = response_model if isinstance(response_model, str) else response_model.__name__
+    return STAGE_OF_MODEL.get(name, "other")
+
+
+@contextmanager
+def asking(response_model: type[BaseModel]) -> Iterator[None]:
+    """Within the block, calls, tokens, hits and waits count for the model's stage
+    (the outermost block wins: a cache wrapper and its provider count once)."""
+    if _STAGE.get() is not None:
+        yield
+        return
+    token = _STAGE.set(stage_of(response_model))
+    try:
+        yield
+    finally:
+        _STAGE.reset(token)
+
+
+def current_stage() -> str:
+    return _STAGE.get() or "other"
+
+
+def _stage_row() -> dict[str, float]:
+    return {
+        "calls": 0, "cache_hits": 0, "input_tokens": 0, "output_tokens": 0,
+        "fallbacks": 0, "failures": 0, "wait_s": 0.0,
+    }  # fmt: skip
 
 
 @dataclass
@@ -28,12 +77,25 @@ class Usage:
     failures: int = 0
     by_model: dict[str, int] = field(default_factory=dict)
     wait_s: float = 0.0  # seconds inside `structured`, cache hits and the offline provider included
+    fallbacks: int = 0  # answers that came from the offline fallback
+    by_stage: dict[str, dict[str, float]] = field(default_factory=dict)
+    untrusted: dict[str, int] = field(default_factory=dict)  # "stage:check" -> items
+
+    def stage(self, name: str | None = None) -> dict[str, float]:
+        return self.by_stage.setdefault(name or current_stage(), _stage_row())
 
     def add(self, model: str, input_tokens: int, output_tokens: int) -> None:
         self.calls += 1
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         self.by_model[model] = self.by_model.get(model, 0) + 1
+        row = self.stage()
+        row["calls"] += 1
+        row["input_tokens"] += input_tokens
+        row["output_tokens"] += output_tokens
+
+    def stages_dict(self) -> dict[str, dict[str, float]]:
+        return {k: dict(v) for k, v in sorted(self.by_stage.items())}
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +104,7 @@ class Usage:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "failures": self.failures,
+            "fallbacks": self.fallbacks,
         }
 
 
@@ -72,7 +135,8 @@ class BaseProvider(LLMProvider):
         *,
         context: dict[str, Any] | None = None,
     ) -> T:
-        return self._answer(messages, response_model, dict(context or {}))
+        with asking(response_model):
+            return self._answer(messages, response_model, dict(context or {}))
 
     def _answer(
         self, messages: list[Message], response_model: type[T], context: dict[str, Any]

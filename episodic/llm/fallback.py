@@ -17,8 +17,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from episodic.errors import LLMError
-from episodic.llm.accounting import record_wait
-from episodic.llm.base import LLMProvider, Message, Usage
+from episodic.llm.accounting import record_fallback, record_wait
+from episodic.llm.base import LLMProvider, Message, Usage, stage_of
 from episodic.llm.offline import OfflineProvider
 
 T = TypeVar("T", bound=BaseModel)
@@ -44,12 +44,16 @@ def structured_or_offline(
     context: dict[str, Any] | None = None,
 ) -> Answer[T]:
     t0 = time.perf_counter()
+    usage = getattr(provider, "usage", None)
+    stage = stage_of(response_model)
     try:
-        return _ask(provider, messages, response_model, context)
+        answer = _ask(provider, messages, response_model, context)
     finally:
-        usage = getattr(provider, "usage", None)
         if isinstance(usage, Usage):  # the run's "llm_wait" stage
-            record_wait(usage, time.perf_counter() - t0)
+            record_wait(usage, time.perf_counter() - t0, stage)
+    if answer.fell_back and isinstance(usage, Usage):
+        record_fallback(usage, stage)
+    return answer
 
 
 def _ask(

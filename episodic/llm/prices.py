@@ -6,6 +6,8 @@ and its cost is reported as null, not as zero. The offline provider is free."""
 
 from __future__ import annotations
 
+PRICES_AS_OF = "2026-11-30"  # when the table below was copied from the list prices
+
 PER_MILLION: dict[str, tuple[float, float]] = {
     "claude-haiku-4-5": (1.0, 5.0),
     "claude-sonnet-4-5": (3.0, 15.0),
@@ -27,3 +29,10 @@ def estimated_cost_usd(
     if price is None:
         return None
     return round((input_tokens * price[0] + output_tokens * price[1]) / 1e6, 6)
+
+
+def price_of(provider: str, model: str) -> tuple[float, float] | None:
+    """(input, output) dollars per million tokens, or None when unpublished."""
+    if provider == "offline":
+        return (0.0, 0.0)
+    return next((p for name, p in PER_MILLION.items() if model.startswith(name)), None)

@@ -42,7 +42,7 @@ from episodic.facts.extract import facts_of
 from episodic.facts.schema import ExtractedFact
 from episodic.facts.types import FactTurn
 from episodic.llm import trust
-from episodic.llm.accounting import record_wait
+from episodic.llm.accounting import record_fallback, record_untrusted, record_wait
 from episodic.llm.base import LLMProvider, Usage
 from episodic.llm.fallback import OFFLINE, OFFLINE_FALLBACK, structured_or_offline
 from episodic.llm.validate import coerce
@@ -190,7 +190,9 @@ def _single(
     messages = digest_messages(p.turns, p.kinds, domain=domain, now=p.ended, max_tokens=max_tokens)
     stats.calls += 1
     answer = structured_or_offline(provider, messages, EpisodeDigest, p.context)
-    return _checked(p, answer.value, answer.source, answer.error, stats, flat=False)
+    return _checked(
+        p, answer.value, answer.source, answer.error, stats, flat=False, provider=provider
+    )
 
 
 def _batch(
@@ -217,11 +219,12 @@ def _batch(
     except LLMError as exc:
         if provider.name == OFFLINE:
             raise
+        _fell_back(provider, len(group))
         return {p.key: _offline(p, OFFLINE_FALLBACK, str(exc)) for p in group}
     finally:
         usage = getattr(provider, "usage", None)
         if isinstance(usage, Usage):
-            record_wait(usage, time.perf_counter() - t0)
+            record_wait(usage, time.perf_counter() - t0, "digest")
     stats.batched += len(group)
     source = OFFLINE if provider.name == OFFLINE else provider.model
     by_n: dict[int, BatchItem] = {}
@@ -233,17 +236,28 @@ def _batch(
     for n, p in enumerate(group, start=1):
         item = by_n.get(n)
         if item is None:
+            _fell_back(provider, 1, "missing-item")
             stats.untrusted["missing-item"] += 1
             out[p.key] = _offline(p, OFFLINE_FALLBACK, f"batch answer had no episode {n}")
             continue
         try:
             one = coerce({"rating": item.rating, "facts": item.facts}, EpisodeDigest, p.context)
         except (ValidationError, TypeError) as exc:
+            _fell_back(provider, 1, "invalid-item")
             stats.untrusted["invalid-item"] += 1
             out[p.key] = _offline(p, OFFLINE_FALLBACK, f"episode {n}: {exc}"[:500])
             continue
-        out[p.key] = _checked(p, one, source, None, stats, flat=flat)
+        out[p.key] = _checked(p, one, source, None, stats, flat=flat, provider=provider)
     return out
+
+
+def _fell_back(provider: LLMProvider, n: int, check: str | None = None) -> None:
+    usage = getattr(provider, "usage", None)
+    if isinstance(usage, Usage):
+        for _ in range(n):
+            record_fallback(usage, "digest")
+            if check:
+                record_untrusted(usage, "digest", check)
 
 
 def _offline(p: Prepared, source: str, error: str | None) -> Digest:
@@ -281,6 +295,7 @@ def _checked(
     stats: DigestStats,
     *,
     flat: bool,
+    provider: LLMProvider,
 ) -> Digest:
     """A model's answer for one episode, its untrusted parts answered offline."""
     if source in (OFFLINE, OFFLINE_FALLBACK):
@@ -297,6 +312,7 @@ def _checked(
     ):
         problem = trust.ECHO
     if problem:
+        _fell_back(provider, 1, f"salience:{problem}")
         stats.untrusted[f"salience:{problem}"] += 1
         rating, r_source, r_error = offline.rating, OFFLINE_FALLBACK, f"untrusted: {problem}"
     facts, f_source = list(value.facts), source
@@ -309,6 +325,7 @@ def _checked(
             bad = trust.UNSUPPORTED
             break
     if bad:
+        _fell_back(provider, 1, f"facts:{bad}")
         stats.untrusted[f"facts:{bad}"] += 1
         facts, f_source = list(offline.facts), OFFLINE_FALLBACK
     return _digest(p, rating, r_source, r_error, facts, f_source)

@@ -49,7 +49,10 @@ def test_offline_is_deterministic_and_counts_a_free_call() -> None:
         "input_tokens": 0,
         "output_tokens": 0,
         "failures": 0,
+        "fallbacks": 0,
     }
+    # counted for the stage the response model names ("other" for a test's model)
+    assert provider.usage.by_stage["other"]["calls"] == 2
 
 
 def test_offline_answer_is_validated_with_the_context() -> None:
