@@ -18,7 +18,11 @@ U, A = "user", "assistant"
 Turns = list[tuple[str, str]]
 DATA = Path(__file__).with_name("fact_cases.toml")
 SPEAKERS = {"U": U, "A": A}
-FIELDS = {"name", "topic", "episodes", "active", "superseded", "absent"}
+FIELDS = {"name", "topic", "episodes", "active", "superseded", "absent", "written"}
+# when a case was written relative to the rule that handles it: "before" (a
+# test the rules had not seen), "after" (written beside the rule: the rules
+# were tuned on it); the held-out set is "held-out" unless it says otherwise
+WRITTEN = ("before", "after", "held-out")
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class Case:
     active: list[str] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)
+    written: str = "after"
 
 
 def _turn(case: str, line: str) -> tuple[str, str]:
@@ -38,10 +43,13 @@ def _turn(case: str, line: str) -> tuple[str, str]:
     return SPEAKERS[who], text
 
 
-def _case(row: dict[str, Any]) -> Case:
+def _case(row: dict[str, Any], written: str = "after") -> Case:
     name = str(row.get("name", "?"))
     if unknown := set(row) - FIELDS:
         raise ValueError(f"fact case {name!r}: unknown fields {sorted(unknown)}")
+    written = str(row.get("written", written))
+    if written not in WRITTEN:
+        raise ValueError(f"fact case {name!r}: written must be one of {WRITTEN}")
     return Case(
         name,
         row["topic"],
@@ -49,13 +57,14 @@ def _case(row: dict[str, Any]) -> Case:
         active=list(row.get("active", [])),
         superseded=list(row.get("superseded", [])),
         absent=list(row.get("absent", [])),
+        written=written,
     )
 
 
 def load(path: Path = DATA) -> tuple[list[Case], list[Case]]:
     """The tuned cases and the held-out ones."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    return [_case(r) for r in data["cases"]], [_case(r) for r in data["held_out"]]
+    return [_case(r) for r in data["cases"]], [_case(r, "held-out") for r in data["held_out"]]
 
 
 CASES, HELD_OUT = load()

@@ -122,6 +122,23 @@ def _score(case: Case, active: list[str], superseded: list[str]) -> CaseResult:
     return res
 
 
+def run_by_written(
+    provider: LLMProvider | None = None, cases: list[Case] | None = None
+) -> dict[str, Any]:
+    """The suite per `written` group: cases written before the rule that
+    handles them, after it (the rules were tuned on them), held out."""
+    from episodic.bench.fact_cases import CASES, HELD_OUT
+
+    pool = cases if cases is not None else CASES + HELD_OUT
+    out: dict[str, Any] = {}
+    for group in ("before", "after", "held-out"):
+        chosen = [c for c in pool if c.written == group]
+        if chosen:
+            res = run_suite(provider, chosen)
+            out[group] = res
+    return out
+
+
 def run_suite(
     provider: LLMProvider | None = None, cases: list[Case] | None = None
 ) -> dict[str, Any]:

@@ -122,7 +122,7 @@ def bench_llm(
     so calls per turn, follow the segmenter's semantic signal."""
     from episodic.bench.corpus import data_dir
     from episodic.bench.fact_cases import CASES, HELD_OUT
-    from episodic.bench.fact_scenarios import run_suite
+    from episodic.bench.fact_scenarios import run_by_written, run_suite
     from episodic.config import load_settings
 
     path = data or data_dir() / "locomo" / "locomo_dev5.json"
@@ -158,6 +158,12 @@ def bench_llm(
     per_1000 = round(1000 * calls_first / turns, 1) if turns else 0.0
     suite = run_suite(cases=CASES + HELD_OUT)
     suite.pop("failures", None)
+    by_written = run_by_written(cases=CASES + HELD_OUT)
+    suite["by_written"] = {
+        g: {k: r[k] for k in ("cases", "recall", "precision", "wrong_supersessions")}
+        | {"failed_cases": [f["case"] for f in r["failures"]]}
+        for g, r in by_written.items()
+    }
     return {
         "benchmark": "llm",
         "provider": inner.name,
