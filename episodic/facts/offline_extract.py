@@ -36,7 +36,12 @@ from episodic.facts.types import FactTurn
 
 MAX_FACT_CHARS = 200
 
-_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
+# a sentence ends at . ! ? ; but not after a title's abbreviation
+# ("my doctor is Dr. Okafor", "Mrs. Lee", "St. Louis")
+_SENTENCES = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bMrs\.)(?<!\bProf\.)"
+    r"(?<=[.!?;])\s+|\n+"
+)
 _CLAUSES = re.compile(
     r",?\s+(?=(?:and|but|so|plus) (?:i|i'm|i've|i'd|we|we're|my|our)\b)"
     r"|,\s+(?=(?:(?:these days|nowadays|now|today|but now|since then),? )?"

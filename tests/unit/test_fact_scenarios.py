@@ -63,4 +63,4 @@ def test_cases_written_before_their_rules_are_reported_apart() -> None:
     assert before["recall"] >= FLOOR_RECALL_BEFORE, json.dumps(before["failures"], indent=1)
 
 
-FLOOR_RECALL_BEFORE = 0.25  # raise as rules land; the target is 0.90
+FLOOR_RECALL_BEFORE = 0.30  # raise as rules land; the target is 0.90
