@@ -26,15 +26,15 @@ SETS = (
         "SuperDialseg val (in-sample: fitted)",
     ),
     ("tiage", "tiage/anno_train.json", "TIAGE train (in-sample: fitted)"),
-    ("tiage", "tiage/anno_dev.json", "TIAGE dev (in-sample: selection only)"),
+    ("tiage", "tiage/anno_dev.json", "TIAGE dev (in-sample: fitted)"),
     ("dialseg711", "dialseg711/dialseg_711.json", "DialSeg711 (out-of-sample, zero-shot)"),
 )
 ROWS = (
-    ("full", "**combiner, shipped (`full`)**"),
-    ("without_bocpd", "combiner without BOCPD features"),
-    ("without_semantic", "combiner without semantic features"),
-    ("bocpd_alone", "combiner on BOCPD features alone"),
-    ("with_question_features", "combiner with question-mark features"),
+    ("stream_alone", "stream-adaptive score alone (no rule)"),
+    ("fitted_adaptive", "fitted 4 semantic features, stream-adaptive"),
+    ("fitted_sem4", "fitted 4 semantic features, fixed threshold"),
+    ("combiner_v1_design", "combiner v1 design (35 features, fixed), refitted"),
+    ("with_question_features", "every feature incl. question marks"),
     ("seed_dual_criteria", "ADR-0051 dual rule (P(cp) ≥ .65 or surprisal z ≥ 1.5)"),
     ("semantic_rule", "previous detector (semantic shift, hand-set)"),
 )
@@ -43,6 +43,10 @@ ROWS = (
 def table(results: list[dict[str, Any]]) -> str:
     head = "| method | " + " | ".join(label for _, _, label in SETS) + " |"
     lines = [head, "|---" * (len(SETS) + 1) + "|"]
+    shipped = [f"{r['pk']:.3f} / {r['windowdiff']:.3f} / {r['f1']:.3f}" for r in results]
+    lines.append(
+        "| **shipped: `stream` (adaptive score + semantic rule)** | " + " | ".join(shipped) + " |"
+    )
     for key, label in ROWS:
         cells = []
         for r in results:

@@ -142,11 +142,12 @@ def alone(config: DetectorConfig, signal: str) -> DetectorConfig:
 
 
 ABLATIONS: dict[str, dict[str, Any]] = {
-    # the combiner's models (all fitted on SuperDialseg validation + TIAGE train)
-    "full": {"combiner_model": "full"},
-    "without_bocpd": {"combiner_model": "no_bocpd"},
-    "without_semantic": {"combiner_model": "no_semantic"},
-    "bocpd_alone": {"combiner_model": "bocpd_alone"},
+    # the parameter file's models (combiner v2, docs/segmentation.md); the shipped
+    # one is the detector's default and is the top-level figure of the output
+    "stream_alone": {"combiner_model": "stream_alone"},  # the adaptive score, no rule
+    "fitted_adaptive": {"combiner_model": "fitted_adaptive"},
+    "fitted_sem4": {"combiner_model": "fitted_sem4"},
+    "combiner_v1_design": {"combiner_model": "full"},  # v1's features, refitted
     "with_question_features": {"combiner_model": "with_questions"},
     # ADR-0051's rule on the same learned projection: P(new run) >= .65 or surprisal z >= 1.5
     "seed_dual_criteria": {"combiner_model": "seed_dual"},

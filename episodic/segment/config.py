@@ -49,7 +49,9 @@ class DetectorConfig:
     # decides one turn late, so with decision_delay=0, or on vectors of another
     # dimension than its space, the detector keeps the semantic rule above
     combiner: bool = True
-    combiner_model: str = "full"  # a model of the parameter file, or "seed_dual" (ADR-0051)
+    # a model of the parameter file, or "seed_dual" (ADR-0051). "stream" (combiner v2):
+    # the stream-adaptive score and the semantic rule above, either one cuts
+    combiner_model: str = "stream"
     combiner_path: str = ""  # "": the packaged combiner_v1.npz
     combiner_threshold: float = 0.0  # 0: the model's own fitted threshold
     combiner_band: float = 0.1  # [threshold - band, threshold): ask the judge, if one is set

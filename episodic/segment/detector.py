@@ -93,6 +93,7 @@ class Detector:
         self._model: LinearModel | None = None
         self._feat = None
         self._norm: StreamNorm | None = None  # the stream's score history (adaptive models)
+        self._with_rule = False  # the model is an ensemble with the semantic rule
         if c.combiner and c.decision_delay == 1:
             self._params = packaged(c.combiner_path or None)
             if c.combiner_model != SEED_DUAL:
@@ -101,6 +102,7 @@ class Detector:
                 self._model = self._params.models[c.combiner_model]
                 if c.combiner_threshold == 0:  # a set threshold is a fixed probability
                     self._norm = self._model.norm()
+                self._with_rule = bool((self._model.adapt or {}).get("rule", False))
             reads = None if self._model is None else self._model.features
             self._feat = self._params.features(reads)
         self._row: tuple[int, dict[str, float]] | None = None  # this update's row, by seq
@@ -262,6 +264,11 @@ class Detector:
             ev, parts = self._combine(p.turn.seq)
             scores = p.scores | {"semantic_shift": sem, "combined": ev} | parts
             reason, score, sub, summary = self._soft_combiner(p.turn, ev, scores)
+            if not reason and self._with_rule and d >= self._semantic.threshold:
+                # the ensemble's other member: the previous semantic rule, at its own
+                # firing point (centred distance of the turn and its reply to the
+                # episode's decayed mean >= semantic_threshold)
+                reason, score = "semantic_shift", sem
         else:
             ev = self._evidence(sem, cp, sur)
             scores = p.scores | {"semantic_shift": sem, "combined": ev}

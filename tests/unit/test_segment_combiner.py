@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from episodic.segment import Detector, DetectorConfig, SegTurn
-from episodic.segment.combiner import CombinerParams, packaged
+from episodic.segment.combiner import CombinerParams, StreamNorm, packaged
 from episodic.segment.features import NAMES, BoundaryFeatures
 from episodic.segment.nig import NigBocpd
 
@@ -101,11 +101,47 @@ def test_features_round_trip_through_state() -> None:
 def test_packaged_parameters_are_small_and_complete() -> None:
     params = packaged()
     assert params.comps.shape == (64, 384)
-    for name in ("full", "no_bocpd", "no_semantic", "bocpd_alone", "with_questions"):
+    assert params.version == "2"
+    for name in ("stream", "stream_alone", "fitted_adaptive", "fitted_sem4", "full"):
         m = params.models[name]
-        assert 0.0 < m.threshold < 1.0
-    # the shipped model does not read question marks (the SuperDialseg shortcut)
-    assert not {"q", "q_prev", "q_next"} & set(params.models["full"].features)
+        if m.mode == "fixed":
+            assert 0.0 < m.threshold < 1.0
+        else:
+            assert math.isfinite(m.threshold) and m.norm() is not None
+    shipped = params.models[DetectorConfig().combiner_model]
+    # the shipped model: the stream-adaptive score, in an ensemble with the semantic rule
+    assert shipped.mode == "z" and (shipped.adapt or {}).get("rule") is True
+    # no model shipped by default reads question marks (the SuperDialseg shortcut)
+    assert not {"q", "q_prev", "q_next"} & set(shipped.features)
+
+
+def test_stream_norm_judges_a_candidate_by_the_history_before_it() -> None:
+    n = StreamNorm(0.0, 1.0, 2.0, 0.05)
+    assert n.z(2.0) == pytest.approx(2.0 / math.sqrt(1.0 + 1e-9))
+    for _ in range(200):  # a stream whose scores sit higher: its own scale takes over
+        n.push(3.0)
+    assert n.m == pytest.approx(3.0, abs=1e-3) and n.z(3.0) == pytest.approx(0.0, abs=1.0)
+    m = StreamNorm(0.0, 1.0, 2.0, 0.05)
+    m.load(n.state())
+    assert m.state() == n.state()
+
+
+def test_the_detector_decides_as_the_trainer_does() -> None:
+    """Same rows, same history, same comparisons: the trainer's table is the detector's."""
+    from episodic.bench.datasets import Dialogue
+    from episodic.bench.segment_train import Table, decide, feature_rows, logits
+
+    params = packaged()
+    model = params.models["stream_alone"]
+    turns = topic_stream(6, 6)
+    d = Dialogue("x", tuple(t.text for t in turns), tuple(t.role for t in turns), (len(turns),))
+    vecs = np.stack([t.vector for t in turns])
+    rows = feature_rows(params, d, vecs)
+    expect = decide(logits(model, Table([d], [rows]))[0], d.roles, model.threshold, model.norm())
+    det = Detector(DetectorConfig(combiner_model="stream_alone", max_turns=20))
+    got = {s.seqs[-1] + 1 for t in turns for s in det.update(t)}
+    got |= {s.seqs[-1] + 1 for s in det.flush()}
+    assert expect and expect == got - {len(turns)}
 
 
 def test_contributions_add_up_to_the_probability() -> None:
@@ -119,6 +155,7 @@ def test_contributions_add_up_to_the_probability() -> None:
     assert row is not None
     m = params.models["full"]
     p, parts = m.score(row)
+    assert math.isclose(m.logit(row), sum(parts.values()) + m.intercept, rel_tol=1e-12)
     logit = sum(parts.values()) + m.intercept
     assert math.isclose(p, 1.0 / (1.0 + math.exp(-logit)), rel_tol=1e-12)
 
@@ -131,7 +168,7 @@ def test_every_combiner_cut_records_its_probability_threshold_and_contributions(
     segs.extend(det.flush())
     soft = [s for s in segs if s.reason == "combiner"]
     assert soft, [s.reason for s in segs]
-    full = packaged().models["full"]
+    full = packaged().models[DetectorConfig().combiner_model]
     for s in soft:
         sc = s.signal_scores
         assert sc["combiner"] >= sc["combiner_threshold"] == 0.05
