@@ -32,7 +32,7 @@ CommandFn = TypeVar("CommandFn", bound=Callable[..., Any])
 MODEL_COMMANDS = frozenset({"consolidate", "reflect", "demo", "serve"})
 # commands that run Prefect flows, so may start its temporary server
 FLOW_COMMANDS = frozenset(
-    {"consolidate", "reflect", "maintain", "demo", "serve", "bench", "api", "mcp"}
+    {"consolidate", "reflect", "maintain", "demo", "serve", "bench", "api", "mcp", "soak"}
 )
 
 

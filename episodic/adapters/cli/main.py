@@ -424,6 +424,26 @@ def eval_locomo(
     )
 
 
+@eval_app.command("current-truth")
+def eval_current_truth(
+    embedder: str = typer.Option("minilm", "--embedder"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """current-truth@1 on the knowledge-update cases (a fact about the user changes
+    between two conversations; is the current value the first hit?), in-sample."""
+    from episodic.bench.current_truth import run_current_truth
+
+    with spinner("evaluating current truth", show_progress(as_json)):
+        res = run_current_truth(embedder=embedder)
+    show(
+        as_json,
+        res,
+        f"current-truth@1 {res['current_truth_at_1']:.2f} ({res['passed']}/{res['n_cases']})",
+        ("case", "ok", "first hit"),
+        ((c["case"], "yes" if c["ok"] else "no", c["top"][:70]) for c in res["cases"]),
+    )
+
+
 @app.command()
 def bench(
     name: str = typer.Argument(
@@ -486,6 +506,27 @@ def maintain(
                 f"  {row['table']:16} rows {row['rows']:>7}  versions {row['versions']}"
                 f"  fragments {row['fragments']}"
             )
+
+
+@app.command()
+def soak(
+    minutes: float = typer.Option(30.0, "--minutes", help="how long to run"),
+    steps: int = typer.Option(25, "--steps", help="steps per machine run"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """The stateful soak: hostile writes, kills mid-consolidation, imports and
+    forgets on a temporary store, checked after every step (needs the dev extra)."""
+    from episodic.bench.soak import run_soak
+
+    res = run_soak(minutes, steps=steps)
+    if as_json:
+        print_json(res)
+    else:
+        console.print(
+            f"{res['runs']} runs, {res['steps']} steps, {res['kills']} kills, "
+            f"{res['turns_checked']} turns checked, {res['violations']} invariant violations"
+        )
+    raise typer.Exit(1 if res["violations"] else 0)
 
 
 # commands that live in their own modules
