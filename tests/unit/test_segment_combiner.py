@@ -4,6 +4,7 @@ use of them (contributions on every cut, tool call and result kept together)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -222,3 +223,20 @@ def test_skipping_unwanted_rows_leaves_every_later_row_unchanged() -> None:
         if i % 3 == 0:  # equal up to the order of float operations
             assert ra is None or rb == pytest.approx(ra, rel=1e-12, abs=1e-12)
     assert b.state()["d4"] == pytest.approx(a.state()["d4"], rel=1e-12)
+
+
+def test_default_detector_restored_at_every_turn_equals_one_pass() -> None:
+    """The stream's score history (`norm`) is in the checkpoint: restoring after
+    every turn cuts exactly where one pass does, with the shipped model."""
+    turns = topic_stream(6, 6)
+    whole = Detector(DetectorConfig())
+    expected = [s for t in turns for s in whole.update(t)] + whole.flush()
+    got, state = [], Detector(DetectorConfig()).to_state()
+    for t in turns:
+        det = Detector.from_state(state)
+        got.extend(det.update(t))
+        state = det.to_state()
+        assert json.loads(state)["norm"] is not None
+    got.extend(Detector.from_state(state).flush())
+    assert got == expected
+    assert any(s.reason in ("combiner", "semantic_shift") for s in expected)
