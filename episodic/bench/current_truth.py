@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -52,13 +53,18 @@ def run_case(memory: Any, case: UpdateCase, now: datetime | None = None) -> dict
         "case": case.name,
         "ok": ok,
         "top_kind": hits[0].kind if hits else None,
+        "top_text_rank": hits[0].text_rank if hits else 0,
         "top": top,
         "hits": [(h.kind, round(h.score, 3), h.text[:80]) for h in hits],
     }
 
 
 def run_current_truth(
-    *, embedder: str = "minilm", workdir: str | Path | None = None, now: datetime | None = None
+    *,
+    embedder: str = "minilm",
+    workdir: str | Path | None = None,
+    now: datetime | None = None,
+    names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """current-truth@1 over the cases (in-sample), with each case's top hit."""
     from episodic.adapters.embedded import Memory
@@ -72,7 +78,8 @@ def run_current_truth(
             {"home": home, "db_uri": str(home / "lancedb"), "embedder": embedder, "llm": "offline"}
         )
         memory = Memory(settings, embedder=make_embedder(embedder))
-        cases = [run_case(memory, c, now) for c in CASES]
+        chosen = [c for c in CASES if names is None or c.name in names]
+        cases = [run_case(memory, c, now) for c in chosen]
         memory.close()
     finally:
         if workdir is None:

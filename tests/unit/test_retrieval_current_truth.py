@@ -1,0 +1,40 @@
+"""The pure parts of current truth first (issue 31): words every item shares
+rank nothing; a turn stating a superseded value is told from the turn that
+replaced it."""
+
+from __future__ import annotations
+
+from episodic.retrieval import rarer_terms, states_stale
+
+FACTS = ["User lives in Amsterdam", "User loves the canals", "User works as a data analyst"]
+
+
+def test_a_word_every_fact_holds_leaves_the_query() -> None:
+    assert rarer_terms("where does the user live", FACTS).split() == [
+        "where",
+        "does",
+        "the",
+        "live",
+    ]
+
+
+def test_too_few_rows_to_tell_keep_the_query() -> None:
+    assert rarer_terms("where does the user live", FACTS[:2]) == "where does the user live"
+
+
+STALE = [
+    ("User lives in Lisbon", "User lives in Amsterdam"),
+    ("User drives a Toyota Corolla to work every day", None),
+]
+
+
+def test_the_superseded_statement_is_stale() -> None:
+    assert states_stale("user: Hi! I live in Lisbon and I work as a data analyst.", STALE)
+    assert states_stale("user: I drive a Toyota Corolla to work every day.", STALE)
+
+
+def test_the_replacing_statement_and_passing_mentions_are_current() -> None:
+    assert not states_stale("user: I moved to Amsterdam from Lisbon, I live there now.", STALE)
+    assert not states_stale("user: I sold the Corolla and bought a Tesla Model 3.", STALE)
+    assert not states_stale("user: where do you live?", STALE)
+    assert not states_stale("anything", [])
