@@ -241,26 +241,31 @@ def create_app(
         """Undo an invalidation: the fact is active again."""
         return memory.restore_fact(key.user_id, fact_id, actor=f"api:{key.key_id}")
 
+    def forget(user_id: str, **target: str) -> ForgetReceipt:
+        # recalls a search noted write to the tables a forget compacts: written first
+        memory.rt.recalls.flush()
+        return memory.forget(user_id, **target)
+
     @app.delete("/v1/memory", response_model=ForgetReceipt, tags=["forget"])
     def forget_user(key: Writer) -> ForgetReceipt:
         """Erase everything of the caller's user from every file, this key
         included; the receipt holds per-table counts, never content."""
-        return memory.forget(key.user_id, actor=f"api:{key.key_id}")
+        return forget(key.user_id, actor=f"api:{key.key_id}")
 
     @app.delete("/v1/turns/{turn_id}", response_model=ForgetReceipt, tags=["forget"])
     def forget_turn(turn_id: Id, key: Writer) -> ForgetReceipt:
         """Erase one turn's text; what depended on it is derived again."""
-        return memory.forget(key.user_id, turn=turn_id, actor=f"api:{key.key_id}")
+        return forget(key.user_id, turn=turn_id, actor=f"api:{key.key_id}")
 
     @app.delete("/v1/episodes/{episode_id}", response_model=ForgetReceipt, tags=["forget"])
     def forget_episode(episode_id: Id, key: Writer) -> ForgetReceipt:
         """Erase one episode's turns; what depended on them is derived again."""
-        return memory.forget(key.user_id, episode=episode_id, actor=f"api:{key.key_id}")
+        return forget(key.user_id, episode=episode_id, actor=f"api:{key.key_id}")
 
     @app.delete("/v1/facts/{fact_id}", response_model=ForgetReceipt, tags=["forget"])
     def forget_fact(fact_id: Id, key: Writer) -> ForgetReceipt:
         """Erase one fact and its history."""
-        return memory.forget(key.user_id, fact=fact_id, actor=f"api:{key.key_id}")
+        return forget(key.user_id, fact=fact_id, actor=f"api:{key.key_id}")
 
     @app.post("/v1/consolidate", response_model=ConsolidateOut, tags=["write"])
     def consolidate(key: Writer, flush: bool = False) -> ConsolidateOut:

@@ -515,6 +515,7 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
         if action == "forget-user" and typed != who.user:
             return page("error.html", who, 400, message="The user id typed did not match.")
         try:
+            memory.rt.recalls.flush()  # noted recalls written before a forget compacts
             out = do[action]()
         except NotFoundError:
             return missing(who, ACTIONS[action][1])
