@@ -1,7 +1,8 @@
-"""Issue 4, end to end through the CLI: ingest LoCoMo's five dev
-conversations, `episodic consolidate --json`, then `episodic episodes --json`
-shows for every conversation closed episodes with a reason and a salience
-between 1 and 10."""
+"""Issue 4, end to end: ingest LoCoMo's five dev conversations and
+consolidate them through the service the CLI calls (`Memory.ingest`,
+`Memory.consolidate`: the summary `episodic consolidate --json` prints), then
+`episodic episodes --json` shows for every conversation closed episodes with a
+reason and a salience between 1 and 10."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from episodic.adapters.cli.main import app
+from episodic.prompts.digest import BATCH_MAX_EPISODES
 from episodic.vocab import Stage
 from tests.conftest import shared_data
-from tests.integration.facts_support import runtime_for
+from tests.integration.facts_support import memory_for
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 USER = "loco"
@@ -33,17 +35,19 @@ def test_locomo_dev5_consolidates_every_conversation(
 ) -> None:
     path = shared_data("locomo", "locomo_dev5.json")
     conversations = {s["sample_id"] for s in json.loads(path.read_text(encoding="utf-8"))}
-    runtime_for("offline", tmp_path / "home", monkeypatch)  # hash embedder, offline LLM
+    memory = memory_for("offline", tmp_path / "home", monkeypatch)  # hash embedder, offline LLM
 
-    ingested = _json("ingest", str(path), "--user", USER, "--json")
+    ingested = memory.ingest(path, user_id=USER).as_dict()
     assert ingested["rejected"] == 0 and set(ingested["streams"]) == conversations
 
-    summary = _json("consolidate", "--json")
+    summary = memory.consolidate()
     assert KEYS <= set(summary)
     assert summary["turns_processed"] == ingested["accepted"]
     assert summary["episodes_closed"] > 0
     assert sum(summary["by_reason"].values()) == summary["episodes_closed"]
-    assert summary["llm_calls"] >= summary["episodes_closed"]  # one salience call each at least
+    # one digest question per batch of at most BATCH_MAX_EPISODES episodes, at least
+    assert summary["llm_calls"] * BATCH_MAX_EPISODES >= summary["episodes_closed"]
+    assert summary["llm_calls"] < summary["episodes_closed"]  # batched: fewer calls than episodes
     assert set(summary["tokens"]) == {"input", "output"}
     _assert_stage_times(summary)
 
@@ -64,7 +68,7 @@ def test_locomo_dev5_consolidates_every_conversation(
         assert s1 != s2 or first == last + 1
 
     # a second run has nothing new to read
-    again = _json("consolidate", "--json")
+    again = memory.consolidate()
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
 
 
