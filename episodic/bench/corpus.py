@@ -171,26 +171,12 @@ def report(name: str, res: dict[str, Any]) -> None:
     sys.stderr.write("\n".join(lines) + "\n")
 
 
-def run_flow(
-    memory: Memory, *, user_id: str | None, flush: bool, shard: str | None
-) -> dict[str, Any]:
-    """The benchmarks' consolidation runner: the consolidate flow, called in
-    this process on `memory`; its summary (on "nothing to do" the flow
-    returns a Completed state, and the call hands back its data)."""
-    from flows.consolidate import consolidate
-
-    summary = consolidate(user=user_id, flush=flush, shard=shard, memory=memory)
-    if not isinstance(summary, dict):
-        raise TypeError(f"the consolidate flow gave a {type(summary).__name__}, not its summary")
-    return summary
-
-
 def open_memory(settings: Settings, **kw: Any) -> Memory:
     """The memory service on `settings`, consolidating through the flow in
     this process (`memory.consolidate(...)`, as a user's call does)."""
-    from episodic.service.memory import Memory
+    from episodic.adapters.embedded import Memory as Embedded
 
-    return Memory(settings, runner=run_flow, **kw)
+    return Embedded(settings, **kw)
 
 
 def bench_settings(db_uri: str | Path, embedder: str = "hash") -> Settings:
