@@ -29,7 +29,7 @@ def unit(seed: str, dim: int = 384) -> np.ndarray:
 
 
 def topic_stream(n_topics: int = 4, per: int = 6) -> list[SegTurn]:
-    out = []
+    out: list[SegTurn] = []
     for k in range(n_topics):
         base = unit(f"topic{k}")
         for j in range(per):
@@ -136,7 +136,7 @@ def test_the_detector_decides_as_the_trainer_does() -> None:
     model = params.models["stream_alone"]
     turns = topic_stream(6, 6)
     d = Dialogue("x", tuple(t.text for t in turns), tuple(t.role for t in turns), (len(turns),))
-    vecs = np.stack([t.vector for t in turns])
+    vecs = np.stack([np.asarray(t.vector) for t in turns])
     rows = feature_rows(params, d, vecs)
     expect = decide(logits(model, Table([d], [rows]))[0], d.roles, model.threshold, model.norm())
     det = Detector(DetectorConfig(combiner_model="stream_alone", max_turns=20))
