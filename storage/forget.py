@@ -6,7 +6,8 @@ ingest receipts); a test fails when the store has a table with a `user_id` colum
 that is not in it. `erase_user` deletes a user's rows from each, then makes
 the deletion an erasure: a LanceDB delete only hides rows from the newest
 version, so the text indexes are rebuilt and every older version is cleaned
-up (`optimize(cleanup_older_than=0)`), leaving no file that still holds them.
+up (`optimize(cleanup_older_than=0)`), leaving no file that still holds them;
+a commit conflict with a concurrent writer (a recall count) is retried.
 
 `forget_audit` keeps one row per forget: when, who asked, what kind, a hash
 of the target and per-table counts; never content.
@@ -22,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 from lancedb.index import FTS
+from tenacity import retry, retry_if_exception_message, stop_after_attempt, wait_exponential
 
 from episodic.models import now_utc, stable_id
 from storage import filters, schemas
@@ -77,6 +79,12 @@ def erase_user(store: Store, user_id: str) -> dict[str, int]:
     return counts
 
 
+@retry(
+    retry=retry_if_exception_message(match=".*[Cc]onflict.*"),
+    stop=stop_after_attempt(5),
+    wait=wait_exponential(multiplier=0.2, max=3),
+    reraise=True,
+)
 def purge_versions(store: Store, names: Iterable[str]) -> None:
     """Make deletions erasures: rewrite every fragment that has deleted rows
     (a delete only marks them), rebuild the text index (an inverted index

@@ -134,6 +134,11 @@ class ApiKeys:
             self._cache[cache_key] = (now, found)
         return found
 
+    def forget_cached(self) -> None:
+        """Drop verified keys kept in this process (after a user is forgotten)."""
+        with self._lock:
+            self._cache.clear()
+
     def list(self, user_id: str | None = None) -> list[ApiKey]:
         q = self.table.search()
         if user_id is not None:

@@ -359,8 +359,11 @@ class Memory:
         if len(asked) > 1:
             raise ValueError("forget one turn, episode or fact at a time (or the whole user)")
         rt = self.rt
+        rt.recalls.flush()  # queued recall writes land first: they would conflict later
         if not asked:
-            return ForgetReceipt(**f.forget_user(rt, user_id, actor))
+            receipt = ForgetReceipt(**f.forget_user(rt, user_id, actor))
+            self.keys.forget_cached()  # the user's keys are gone: no cached pass either
+            return receipt
         kind, ident = asked[0]
         if kind == "fact":
             full = self._resolve("fact", ident, self._fact_ids(user_id))
