@@ -132,6 +132,20 @@ def capture_claude_code(
     _capture(Path(path).expanduser(), "claude-code", user, as_json)
 
 
+@capture_app.command("drain")
+def capture_drain(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Capture what `episodic-hook` spooled (`episodic api` does it every second)."""
+    report = memory().drain_spool()
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        err.print(
+            f"captured {sum(c.accepted for c in report.captured)} turns from "
+            f"{len(report.captured)} transcripts; dropped {len(report.dropped)}",
+            markup=False,
+        )
+
+
 @capture_app.command("jsonl")
 def capture_jsonl(
     path: Path,
