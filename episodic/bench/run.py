@@ -16,6 +16,7 @@ NAMES = (
     "embed-backends",
     "streams",
     "api",
+    "hook",
 )
 
 
@@ -44,6 +45,10 @@ def run_bench(
         }
         report("segment", res)
         return res
+    if name == "hook":
+        from episodic.bench.hook import bench_hook
+
+        return bench_hook()
     if name == "pipeline":
         from episodic.bench.pipeline import bench_pipeline
 
