@@ -1,8 +1,8 @@
 """docs/perf/retrieval.json from sizes measured in separate processes:
 
-    python -m bench.retrieval 100000          # one size per process; its row
-    python -m bench.retrieval 1000000         # is kept beside its store
-    python -m bench.retrieval_stored 10000 100000 1000000
+    python -m episodic.bench.retrieval 100000          # one size per process; its row
+    python -m episodic.bench.retrieval 1000000         # is kept beside its store
+    python -m episodic.bench.retrieval_stored 10000 100000 1000000
 
 (its own module: bench.perf_doc runs bench.retrieval, so bench.retrieval
 cannot import bench.perf_doc.)"""
@@ -26,6 +26,6 @@ def store_measured(sizes: tuple[int, ...], command: str) -> None:
 
 if __name__ == "__main__":
     sizes = tuple(int(a) for a in sys.argv[1:]) or SIZES
-    runs = " and ".join(f"python -m bench.retrieval {n}" for n in sizes)
-    then = "python -m bench.retrieval_stored " + " ".join(sys.argv[1:])
+    runs = " and ".join(f"python -m episodic.bench.retrieval {n}" for n in sizes)
+    then = "python -m episodic.bench.retrieval_stored " + " ".join(sys.argv[1:])
     store_measured(sizes, f"{runs} (rows kept beside each store), then {then}")
