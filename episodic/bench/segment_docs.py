@@ -1,6 +1,7 @@
 """Regenerate the ablation table of docs/segmentation.md in one command:
 
-    python -m episodic.bench.segment_docs --data ../shared/data [--cache DIR] [--limit-superdialseg N]
+    python -m episodic.bench.segment_docs --data ../shared/data [--cache DIR]
+        [--limit-superdialseg N]
 
 Runs `run_segment_eval` (the harness behind `episodic eval segment --json`) on
 SuperDialseg validation, TIAGE train, TIAGE dev and DialSeg711, and writes the
