@@ -89,6 +89,7 @@ class Settings(HomeSettings):
     idle_minutes: Positive = DEFAULTS.idle_minutes  # fractions too: 0.1 is six seconds
     segment: DetectorConfig = Field(default_factory=DetectorConfig)
     shared_data: Path | None = None  # the public evaluation sets (bench/)
+    models: Path | None = None  # where exported embedding models live (default: per machine)
 
     # alerts (deployments/automations.yaml): a poll that finds more raw turns
     # than this waiting on one stream emits `episodic.stream.lagging`; 0: off.
@@ -143,8 +144,13 @@ class Settings(HomeSettings):
 
     @property
     def models_dir(self) -> Path:
-        """Locally exported or distilled embedding models."""
-        return self.home / "models"
+        """Locally exported or distilled embedding models: once per machine
+        (they derive from the packaged weights alone, not from a home's data),
+        under EPISODIC_MODELS or the user's cache folder."""
+        if self.models is not None:
+            return self.models
+        cache = os.environ.get("XDG_CACHE_HOME")
+        return (Path(cache) if cache else Path.home() / ".cache") / "episodic" / "models"
 
     def llm_kind(self) -> Literal["offline", "anthropic", "openai"]:
         """Offline unless asked for, or a key is present for a network provider."""

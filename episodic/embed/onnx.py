@@ -16,8 +16,11 @@ is throughput (docs/segmentation.md, "Batch-invariant embedding")."""
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,27 @@ def export_int8(out_dir: Path | None = None) -> Path:
 
 
 def _export(out: Path, q8: Path) -> None:
+    # once per machine; what torch, transformers and onnxruntime say on the way
+    # (a weights report, tracer and quantization warnings) is not the user's concern
+    with warnings.catch_warnings(), _quiet_loggers("transformers", "onnxruntime", "torch"):
+        warnings.simplefilter("ignore")
+        _export_quietly(out, q8)
+
+
+@contextmanager
+def _quiet_loggers(*names: str) -> Iterator[None]:
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def _export_quietly(out: Path, q8: Path) -> None:
     offline_hub()
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic

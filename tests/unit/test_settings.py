@@ -86,4 +86,8 @@ def test_keys_through_settings_never_shown(monkeypatch: pytest.MonkeyPatch) -> N
 def test_home_declared_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("EPISODIC_HOME", str(tmp_path))
     assert HomeSettings().home == Settings().home == tmp_path
-    assert Settings().models_dir == tmp_path / "models"
+    # exported models derive from the packaged weights alone: once per machine
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert Settings().models_dir == tmp_path / "cache" / "episodic" / "models"
+    monkeypatch.setenv("EPISODIC_MODELS", str(tmp_path / "m"))
+    assert Settings().models_dir == tmp_path / "m"
