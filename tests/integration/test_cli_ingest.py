@@ -122,7 +122,7 @@ def _state(raw: RawLog) -> list[tuple[Any, ...]]:
         for t in raw.read(h.user_id, h.stream_id, -1, h.head_seq):
             out.append((t.user_id, t.stream_id, t.seq, t.turn_id, t.role, t.text, t.event_ts))
     heads = sorted((h.user_id, h.stream_id, h.head_seq) for h in raw.streams())
-    return sorted(out) + [("heads", *x) for x in heads]  # type: ignore[misc]
+    return sorted(out) + [("heads", *x) for x in heads]
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -28,7 +28,7 @@ from tests.integration.helpers import TOPICS
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 USER = "u1"
-SETTINGS = {"batch_turns": 7}  # several persist steps per stream
+SETTINGS: dict[str, Any] = {"batch_turns": 7}  # several persist steps per stream
 
 SLOW = pytest.mark.slow
 # every named point at its first hit; later hits (partial progress) are slow
@@ -138,5 +138,6 @@ def test_crash_then_rerun_equals_uninterrupted(
     assert got["history"] == expected["history"]
     # and a further poll finds nothing left to do
     again = consolidate(user=USER, flush=True, memory=memory)
+    assert isinstance(again, dict)
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
     assert snapshot(rt, USER) == expected

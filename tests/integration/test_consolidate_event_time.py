@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from episodic.models import TurnIn, now_utc
+from episodic.models import Role, TurnIn, now_utc
 from episodic.segment.clock import CLAMPED_KEY, FUTURE_TOLERANCE
 from episodic.service.runtime import Runtime
 from episodic.service.segment import poll_stream
@@ -22,7 +22,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def turn(stream: str, i: int, at: datetime, text: str = "") -> TurnIn:
-    role = "user" if i % 2 == 0 else "assistant"
+    role: Role = "user" if i % 2 == 0 else "assistant"
     return TurnIn(
         user_id=USER,
         stream_id=stream,

@@ -24,6 +24,7 @@ def test_flow_closes_scores_and_is_incremental(tmp_path: Path) -> None:
     rep = _ingest(rt, tmp_path, turns)
     assert rep.accepted == len(turns)
     first = consolidate(user="u1", flush=True, memory=memory)
+    assert isinstance(first, dict)
     assert first["turns_processed"] == len(turns)
     eps = rt.episodes.list("u1")
     assert eps and first["episodes_closed"] == len(eps)
@@ -34,6 +35,7 @@ def test_flow_closes_scores_and_is_incremental(tmp_path: Path) -> None:
     assert all(e.boundary_reason for e in eps)
     # a second poll with nothing new reads nothing and closes nothing
     again = consolidate(user="u1", memory=memory)
+    assert isinstance(again, dict)
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
     assert len(rt.episodes.list("u1")) == len(eps)
 

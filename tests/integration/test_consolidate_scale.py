@@ -13,6 +13,7 @@ from uuid import UUID
 import pytest
 from prefect import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+from prefect.client.schemas.objects import State
 
 from episodic.service.ingest import ingest_file
 from flows.consolidate import consolidate, user_tag
@@ -27,8 +28,16 @@ def _ingest(rt: Any, tmp_path: Path, turns: list[dict[str, Any]], name: str) -> 
     ingest_file(rt.raw, write_jsonl(tmp_path / name, turns), "jsonl")
 
 
-def _runs_of(flow_run_id: UUID) -> tuple[list[Any], int]:
+def _summary(state: State[Any]) -> dict[str, Any]:
+    """The flow's summary, out of the State a `return_state=True` call returns."""
+    res = state.result()
+    assert isinstance(res, dict)
+    return res
+
+
+def _runs_of(flow_run_id: UUID | None) -> tuple[list[Any], int]:
     """(task runs, artifact count) the Prefect API holds for one flow run."""
+    assert flow_run_id is not None
     f = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
     with get_client(sync_client=True) as c:
         tasks = c.read_task_runs(flow_run_filter=f)
@@ -43,20 +52,20 @@ def test_idle_poll_has_no_task_runs_and_no_artifact(tmp_path: Path) -> None:
     tasks, arts = _runs_of(busy.state_details.flow_run_id)
     assert busy.is_completed() and busy.message != "nothing to do"
     assert len(tasks) >= 2 and arts == 1  # the counts below can fail
-    assert busy.result()["open_turns"] > 0  # an open episode, not idle yet
+    assert _summary(busy)["open_turns"] > 0  # an open episode, not idle yet
     for _ in range(2):
         idle = consolidate(user="u1", return_state=True, memory=m)
         assert idle.is_completed() and idle.message == "nothing to do"
         tasks, arts = _runs_of(idle.state_details.flow_run_id)
         assert tasks == [] and arts == 0
-        assert idle.result()["turns_processed"] == 0
+        assert _summary(idle)["turns_processed"] == 0
     # new turns make the next poll busy again; all-users polls are quiet too
     assert consolidate(return_state=True, memory=m).message == "nothing to do"
     more = synthetic_stream(start=None, stream="s2")
     _ingest(m.rt, tmp_path, more, "b.jsonl")
     again = consolidate(return_state=True, memory=m)
     assert again.message != "nothing to do"
-    assert again.result()["turns_processed"] == len(more)
+    assert _summary(again)["turns_processed"] == len(more)
 
 
 def test_user_slot_excludes_and_never_names_the_user() -> None:
@@ -107,6 +116,7 @@ def test_flow_waits_for_the_users_slot(tmp_path: Path) -> None:
     summary = consolidate(user="u1", flush=True, memory=m)
     done = time.monotonic()
     t.join(60)
+    assert isinstance(summary, dict)
     assert released_at and done > released_at[0]  # it ran after the holder let go
     assert summary["turns_processed"] == len(synthetic_stream())
 
@@ -144,7 +154,9 @@ def test_default_takes_no_prefect_slot(tmp_path: Path) -> None:
     flow leaves Prefect's limits alone, so a crash cannot strand a user."""
     m = make_memory(tmp_path / "home")
     _ingest(m.rt, tmp_path, synthetic_stream(user="carol"), "c.jsonl")
-    assert consolidate(user="carol", flush=True, memory=m)["turns_processed"] > 0
+    summary = consolidate(user="carol", flush=True, memory=m)
+    assert isinstance(summary, dict)
+    assert summary["turns_processed"] > 0
     with get_client(sync_client=True) as c:
         names = {lim.name for lim in c.read_global_concurrency_limits(limit=200)}
     assert limit_name("carol") not in names

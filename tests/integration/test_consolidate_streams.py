@@ -52,6 +52,7 @@ def test_commits_per_poll_do_not_grow_with_streams(
     rt.raw.append(stream_turns(streams, 3, first=3, tag="b"))
     second = consolidate(user=USER, flush=True, memory=memory)
     after = _versions(rt)
+    assert isinstance(first, dict) and isinstance(second, dict)
     assert first["turns_processed"] == second["turns_processed"] == 3 * streams
     waves = -(-streams // (batch // 3))  # per poll: whole 3-turn slices to a wave
     # per poll: one write per wave, one idle/flush close; plus the run marks
@@ -90,7 +91,7 @@ def test_one_poll_over_all_streams_equals_a_poll_per_stream(
 
 
 # a wave of several streams: 12 streams x 5 turns, 20 turns to a wave
-CRASH_SETTINGS = {"batch_turns": 20}
+CRASH_SETTINGS: dict[str, Any] = {"batch_turns": 20}
 CRASH_POINTS = [
     ("embed", 1),
     ("embed", 2),
@@ -152,6 +153,7 @@ def test_crash_inside_a_wave_then_rerun_equals_uninterrupted(
     assert snapshot(memory.rt, USER) != baseline
     assert rerun(memory, monkeypatch, USER) == baseline
     again = consolidate(user=USER, flush=True, memory=memory)
+    assert isinstance(again, dict)
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
 
 
@@ -160,6 +162,7 @@ def _read_then_flush(memory: Memory, flush: Any = None) -> None:
     yet), then `flush` (default: a flushing poll) closes them."""
     _crash_workload(memory)
     first = consolidate(user=USER, memory=memory)
+    assert isinstance(first, dict)
     assert first["turns_processed"] == 60 and first["open_turns"] > 0
     (flush or (lambda: consolidate(user=USER, flush=True, memory=memory)))()
 
@@ -202,5 +205,6 @@ def test_200_short_streams_cost_at_most_3x_one_stream_of_600_turns(
         t0 = time.perf_counter()
         res = consolidate(user=USER, flush=True, memory=memory)
         seconds[name] = time.perf_counter() - t0
+        assert isinstance(res, dict)
         assert res["turns_processed"] == 600
     assert seconds["many"] <= 3.0 * seconds["one"], seconds

@@ -4,9 +4,10 @@ and every entrypoint names a real flow."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
-from prefect.flows import load_flow_from_entrypoint
+from prefect.flows import Flow, load_flow_from_entrypoint
 
 from episodic.adapters.cli.serve import deployments, schedules
 
@@ -33,7 +34,7 @@ def test_entrypoints_load_and_pool_is_process() -> None:
         assert d["work_pool"]["name"] == "episodic-pool"
         path, func = d["entrypoint"].split(":")
         assert (ROOT / path).is_file()
-        flow = load_flow_from_entrypoint(str(ROOT / path) + ":" + func)
+        flow: Flow[..., Any] = load_flow_from_entrypoint(str(ROOT / path) + ":" + func)
         # consolidate-user runs the consolidate flow for one user
         assert flow.name == d["name"].removesuffix("-user")
     ingest = next(d for d in SPEC["deployments"] if d["name"] == "ingest")

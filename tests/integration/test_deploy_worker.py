@@ -143,6 +143,7 @@ def test_episodic_serve_runs_a_flow_and_stops_on_sigterm(server: Server) -> None
     finally:
         t0 = time.monotonic()
         serve.terminate()  # SIGTERM, as a service manager sends it
+        code: int | None
         try:
             code = serve.wait(timeout=60)
         except Exception:

@@ -63,7 +63,9 @@ class Env:
         self._files += 1
         rep = ingest(self.rt, self.tmp / f"turns-{self._files}.jsonl", list(says))
         assert rep.accepted == len(says)
-        return consolidate(user=USER, flush=True, memory=self.memory)
+        summary = consolidate(user=USER, flush=True, memory=self.memory)
+        assert isinstance(summary, dict)
+        return summary
 
     def merge_calls(self) -> int:
         return merge_calls(self.rt, self.model)
@@ -220,7 +222,7 @@ def test_out_of_range_id_is_reasked_then_resolved_offline(
     stub: AnthropicStub | None = None
     if kind == "anthropic":
         model = ScriptedModel(extract=EXTRACT_SCRIPT, merge_override=_out_of_range)
-        stub = AnthropicStub(default=lambda n: model.action(n)).start()  # type: ignore[union-attr]
+        stub = AnthropicStub(default=lambda n: model.action(n)).start()
         model.stub = stub
         memory = memory_for("anthropic", tmp_path / "home", monkeypatch, stub=stub)
     else:

@@ -15,8 +15,8 @@ from episodic.adapters.embedded import Memory
 from episodic.llm.cache import CachedProvider
 from episodic.llm.offline import OfflineProvider
 from flows.reflect import reflect
-from storage.forget import audit_rows, present
 from storage.filters import user as user_is
+from storage.forget import audit_rows, present
 from tests.integration.helpers import settings_at
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

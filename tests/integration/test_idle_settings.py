@@ -83,11 +83,13 @@ def test_idle_minutes_tenth_ingest_consolidate_wait_consolidate(
     n = _ingest(rt, tmp_path)
     ingested = time.monotonic()
     first = consolidate(user=USER, memory=memory)
+    assert isinstance(first, dict)
     assert first["turns_processed"] == n
     if time.monotonic() - ingested < 5:  # a loaded machine may take the 6 s itself
         assert first["open_turns"] > 0
     time.sleep(10)
     second = consolidate(user=USER, memory=memory)
+    assert isinstance(second, dict)
     assert second["open_turns"] == 0
     assert rt.checkpoints.progress(USER)[(USER, STREAM)] == (n - 1, False)
     eps = sorted(rt.episodes.list(USER), key=lambda e: e.first_seq)

@@ -18,7 +18,8 @@ HUGE = "9" * 400  # overflows a float; Python still parses it as an int
 
 def _rejected(memory: Memory, user: str) -> list[dict[str, Any]]:
     tbl = memory.rt.store.table("rejected_input")
-    return tbl.search().where(filters.user(user)).limit(1000).to_list()
+    rows: list[dict[str, Any]] = tbl.search().where(filters.user(user)).limit(1000).to_list()
+    return rows
 
 
 def test_a_huge_integer_timestamp_is_one_rejection_over_the_live_path(tmp_path: Path) -> None:

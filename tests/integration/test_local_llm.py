@@ -163,7 +163,7 @@ def _ingest(memory: Any, home: Path) -> int:
 
 def _check_run(memory: Any, summary: dict[str, Any], turns: int) -> list[Any]:
     rt = memory.rt
-    episodes = rt.episodes.list(USER)
+    episodes: list[Any] = rt.episodes.list(USER)
     assert episodes and summary["episodes_closed"] == len(episodes)
     assert sum(len(e.turn_ids) for e in episodes) == turns  # nothing lost
     assert rt.episodes.unscored(USER) == []
@@ -203,6 +203,7 @@ def test_consolidate_through_the_server_then_cached(
         memory = _memory()
         turns = _ingest(memory, tmp_path / "a")
         first = consolidate(user=USER, flush=True, memory=memory)
+        assert isinstance(first, dict)
         _check_run(memory, first, turns)
         assert first["llm_calls"] == proxy.responses > 0
         sources = [e.salience_source for e in _check_run(memory, first, turns)]
@@ -216,6 +217,7 @@ def test_consolidate_through_the_server_then_cached(
         fresh = _memory()
         assert _ingest(fresh, tmp_path / "a") == turns
         second = consolidate(user=USER, flush=True, memory=fresh)
+        assert isinstance(second, dict)
         _check_run(fresh, second, turns)
         assert second["llm_calls"] == 0
         assert proxy.responses == first["llm_calls"]
@@ -237,6 +239,7 @@ def test_server_stopped_mid_run_completes_on_fallback(
         memory = _memory()
         turns = _ingest(memory, tmp_path)
         summary = consolidate(user=USER, flush=True, memory=memory)
+        assert isinstance(summary, dict)
         episodes = _check_run(memory, summary, turns)
         assert proxy.responses == 1
         if len(episodes) > 1:

@@ -9,6 +9,7 @@ import numpy as np
 
 from episodic.embed import HashEmbedder
 from episodic.service.fact_mirror import ActiveFacts
+from episodic.vocab import FactEvent
 from storage.facts import Facts, PlannedFact, new_fact_id
 
 TEXTS = [
@@ -25,11 +26,17 @@ NOW = datetime(2025, 5, 1, tzinfo=UTC)
 
 
 def _plan(
-    i: int, event: str, text: str | None, vec: np.ndarray, target: str | None = None
+    i: int, event: FactEvent, text: str | None, vec: np.ndarray, target: str | None = None
 ) -> PlannedFact:
-    decision = {"index": i, "event": event, "target_fact_id": target, "new_text": text}
     return PlannedFact(
-        **decision, old_text=None, valid_from=NOW, decided_by="test", vector=[float(x) for x in vec]
+        index=i,
+        event=event,
+        target_fact_id=target,
+        new_text=text,
+        old_text=None,
+        valid_from=NOW,
+        decided_by="test",
+        vector=[float(x) for x in vec],
     )
 
 

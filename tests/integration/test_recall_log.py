@@ -8,6 +8,7 @@ import atexit
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,10 +20,11 @@ from tests.integration.helpers import make_memory, synthetic_stream, write_jsonl
 from tests.integration.memory_items import T0, episode, put, reflection
 
 
-def _slow_log(rt) -> RecallLog:  # type: ignore[no-untyped-def]
+def _slow_log(rt: Any) -> RecallLog:
     # no background write within the test: it flushes by hand
-    rt.recalls = RecallLog(rt.store, interval_s=3600)
-    return rt.recalls
+    log = RecallLog(rt.store, interval_s=3600)
+    rt.recalls = log
+    return log
 
 
 def test_search_returns_before_its_recalls_are_written(tmp_path: Path) -> None:

@@ -64,14 +64,15 @@ def valid_answer(tool: str, rng: random.Random) -> dict[str, Any]:
 
 def invalid_answer(tool: str) -> dict[str, Any]:
     """An answer that parses but breaks the response model."""
-    return {
+    answers: dict[str, dict[str, Any]] = {
         "EpisodeDigest": {"rating": {"score": 11, "rationale": "off the scale"}, "facts": []},
         "SalienceRating": {"score": 11, "rationale": "off the scale"},
         "ExtractedFacts": {"facts": [{"text": "x", "support": [999]}]},
         "MergeDecisions": {"decisions": [{"event": "UPDATE", "new_index": 1}]},
         "FocalQuestions": {"questions": []},
         "Insights": {"insights": [{"text": "ab", "evidence": []}]},
-    }.get(tool, {"unexpected": True})
+    }
+    return answers.get(tool, {"unexpected": True})
 
 
 class FaultyAnthropic(AnthropicStub):
@@ -140,7 +141,7 @@ def episodes_input(user: str, n: int, start: datetime) -> list[dict[str, Any]]:
 @pytest.fixture
 def stub() -> Iterator[FaultyAnthropic]:
     with FaultyAnthropic(seed=20250301) as server:
-        yield server  # type: ignore[misc]
+        yield server
 
 
 def test_fault_mix_over_200_episodes(
@@ -166,7 +167,7 @@ def test_fault_mix_over_200_episodes(
     # one more turn so the last episode's gap closes it; the final run flushes
     turns = episodes_input("fault-user", EPISODES + 1, datetime(2025, 3, 1, tzinfo=UTC))
     per_run = len(turns) // RUNS
-    summaries = []
+    summaries: list[dict[str, Any]] = []
     for i in range(RUNS):
         upto = len(turns) if i == RUNS - 1 else (i + 1) * per_run
         write_jsonl(tmp_path / "in.jsonl", turns[:upto])  # the file grows
@@ -174,7 +175,9 @@ def test_fault_mix_over_200_episodes(
         flush = i == RUNS - 1
         state = consolidate(user="fault-user", flush=flush, return_state=True, memory=memory)
         assert state.is_completed(), state
-        summaries.append(state.result())
+        summary = state.result()
+        assert isinstance(summary, dict)
+        summaries.append(summary)
 
     eps = rt.episodes.list("fault-user")
     assert len(eps) >= EPISODES

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import cast
 from uuid import uuid4
 
 import pytest
@@ -70,7 +71,7 @@ def _flow_names() -> set[str]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and ast.unparse(node.func) == "flow":
                 names |= {
-                    k.value.value
+                    cast(str, k.value.value)  # a flow name is a string literal
                     for k in node.keywords
                     if k.arg == "name" and isinstance(k.value, ast.Constant)
                 }

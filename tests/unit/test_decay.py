@@ -97,7 +97,7 @@ def test_policy_validates() -> None:
         {"min_delta": -1.0},
     ):
         with pytest.raises(ValueError):
-            DecayPolicy(**bad)  # type: ignore[arg-type]
+            DecayPolicy(**bad)
 
 
 def test_policy_strength_is_one_for_a_fresh_item() -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from episodic.bench.perf_doc import render
 
 
 def test_render_puts_each_target_beside_its_date_and_load() -> None:
-    record = {
+    record: dict[str, Any] = {
         "benchmark": "memory",
         "measured_at": "2026-11-30 22:00 UTC",
         "command": "episodic bench memory --json",

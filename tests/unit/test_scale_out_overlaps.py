@@ -14,7 +14,11 @@ def _at(a: int, b: int) -> tuple[datetime, datetime]:
 
 
 def test_one_users_runs_that_intersect_count_other_users_do_not() -> None:
-    runs = [("u1", *_at(0, 10)), ("u1", *_at(10, 20)), ("u2", *_at(5, 15))]
+    runs: list[tuple[str, datetime | None, datetime | None]] = [
+        ("u1", *_at(0, 10)),
+        ("u1", *_at(10, 20)),
+        ("u2", *_at(5, 15)),
+    ]
     assert overlaps(runs) == 0  # back to back, and a different user
     assert overlaps([*runs, ("u1", *_at(9, 11))]) == 2
     assert overlaps([("u1", T, None), ("u1", *_at(0, 5))]) == 0  # never started/ended
