@@ -51,7 +51,7 @@ def export_int8(out_dir: Path | None = None) -> Path:
 def _export(out: Path, q8: Path) -> None:
     # once per machine; what torch, transformers and onnxruntime say on the way
     # (a weights report, tracer and quantization warnings) is not the user's concern
-    with warnings.catch_warnings(), _quiet_loggers("transformers", "onnxruntime", "torch"):
+    with warnings.catch_warnings(), _quiet_loggers("", "transformers", "onnxruntime", "torch"):
         warnings.simplefilter("ignore")
         _export_quietly(out, q8)
 
@@ -74,7 +74,11 @@ def _export_quietly(out: Path, q8: Path) -> None:
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
 
+    quiet: Any = hf_logging  # untyped: its progress bar and load report stay off
+    quiet.set_verbosity_error()
+    quiet.disable_progress_bar()
     bert = AutoModel.from_pretrained(str(weights_path()))
     bert.eval()
 
