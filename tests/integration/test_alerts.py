@@ -128,12 +128,18 @@ def test_apply_is_idempotent_by_name(server: Server, applied: dict[str, Any]) ->
 def test_a_failed_consolidate_run_is_notified(
     server: Server, receiver: Receiver, applied: dict[str, Any]
 ) -> None:
-    blocker = server.home / "not-a-directory"
-    blocker.write_text("a file where the store's directory should be\n")
+    path = write_jsonl(server.home / "failu.jsonl", synthetic_stream(user="failu", stream="c"))
+    _json(_episodic(server, "ingest", str(path), "--json"))
+    # the run fails inside the flow: a write refused after the episodes (as a
+    # full disk would), so Prefect records a Failed run
     res = _episodic(
-        server, "consolidate", "--json", env={"EPISODIC_DB_URI": str(blocker / "lancedb")}
+        server,
+        "consolidate",
+        "--user",
+        "failu",
+        "--json",
+        env={"EPISODIC_CRASHPOINT": "after_episodes:1:enospc"},
     )
-    # the CLI ends with its one line (Prefect's run log above it shows the failure)
     assert res.returncode == 4, res.stderr[-3000:]
     lines = res.stderr.splitlines()
     assert any(x.startswith("error: storage") for x in lines), res.stderr[-3000:]
