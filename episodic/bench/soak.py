@@ -65,7 +65,13 @@ class Tally:
 def machine(home_factory: Callable[[], Path], tally: Tally, *, kills: bool = True) -> type[Any]:
     """The state machine class over a fresh store per run (`home_factory`)."""
     from hypothesis import strategies as st
-    from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+    from hypothesis.stateful import (
+        RuleBasedStateMachine,
+        initialize,
+        invariant,
+        precondition,
+        rule,
+    )
 
     from episodic.adapters.embedded import Memory
     from episodic.config import Settings
@@ -80,6 +86,12 @@ def machine(home_factory: Callable[[], Path], tally: Tally, *, kills: bool = Tru
             self.memory = Memory(self.settings)
             self.acked: dict[str, dict[str, str]] = {u: {} for u in TENANTS}  # user -> id -> text
             self.n = 0
+
+        @initialize()
+        def both_tenants_write(self) -> None:
+            """Every run starts with both tenants' turns in the store."""
+            for user in TENANTS:
+                self.add(user, 3, [])
 
         def teardown(self) -> None:
             self.memory.close()

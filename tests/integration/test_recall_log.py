@@ -102,5 +102,6 @@ def test_a_warm_search_reads_a_bounded_number_of_times_and_writes_nothing(
     # hits' episodes, their context turns, the stream heads, and the user's
     # superseded facts (current truth first, issue 31): 11 at most
     assert calls["search"] <= 11, calls
-    assert calls["count_rows"] <= 2, calls  # raw vs turn documents
+    # raw vs turn documents, and a table's text index found missing once per process
+    assert calls["count_rows"] <= 3, calls
     assert not {"update", "merge_insert", "add", "delete"} & set(calls), calls
