@@ -401,4 +401,3 @@ class Memory:
             hint = f"{len(found)} ids start with it" if found else "not stored for this user"
             raise NotFoundError(kind, given, hint)
         return found[0]
-

@@ -300,6 +300,4 @@ def serve_api(host: str, port: int) -> None:
         pilot = Autopilot(memory, delay) if delay > 0 else None
         app = BodyLimit(create_app(memory, owns_memory=True, autopilot=pilot))
         # access log off: a URL could carry a key a client put in the wrong place
-        uvicorn.run(
-            app, host=host, port=port, access_log=False, log_level="warning", http=TimedH11
-        )
+        uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning", http=TimedH11)

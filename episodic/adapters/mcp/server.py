@@ -48,7 +48,7 @@ def build_server(user_id: str, memory: Memory, *, autopilot: Autopilot | None = 
             "Long-term memory. `remember` stores conversation turns; `recall` searches "
             "episodes, facts and reflections; `facts` lists what is believed true; "
             "`episodes` lists recent episodes; `flush` consolidates now (\"I'm done, "
-            "remember this\")."
+            'remember this").'
         ),
         log_level="WARNING",
     )
