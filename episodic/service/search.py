@@ -116,6 +116,9 @@ def _close(a: Turn, b: Turn) -> bool:
     return hours_between(a.event_ts, b.event_ts) * 60.0 <= CONTEXT_GAP_MINUTES
 
 
+DOC_BATCH = 5_000  # documents per commit while catching up
+
+
 def sync_turn_docs(rt: Runtime, user_id: str) -> int:
     """Write the search documents of the user's turns that have none yet.
     In sync (as many documents as turns: documents are unique per turn),
@@ -133,12 +136,12 @@ def _sync_turn_docs(rt: Runtime, user_id: str) -> tuple[int, datetime | None]:
         return 0, newest
     marks = docs.watermarks(user_id)
     written = 0
+    rows: list[dict[str, Any]] = []  # one commit per DOC_BATCH rows, not per stream
     for head in heads:
         mark = marks.get(head.stream_id, -1)
         if head.head_seq <= mark:
             continue
         turns = rt.raw.read(user_id, head.stream_id, max(-1, mark - 1), head.head_seq)
-        rows = []
         for i, t in enumerate(turns):
             if t.seq <= mark:
                 continue
@@ -154,7 +157,10 @@ def _sync_turn_docs(rt: Runtime, user_id: str) -> tuple[int, datetime | None]:
                     "doc": turn_doc(_line(t), before),
                 }
             )
-        written += docs.put(rows)
+        if len(rows) >= DOC_BATCH:
+            written += docs.put(rows)
+            rows = []
+    written += docs.put(rows)
     return written, newest
 
 

@@ -7,7 +7,6 @@ The 10,000-stream figure is `episodic bench streams`, not a test."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -190,21 +189,25 @@ def test_crash_while_closing_idle_streams_then_rerun_equals_uninterrupted(
     assert rerun(memory, monkeypatch, USER) == uninterrupted_two_polls
 
 
-def test_200_short_streams_cost_at_most_3x_one_stream_of_600_turns(
+def _all_versions(memory: Memory) -> dict[str, int]:
+    db = memory.rt.store.db
+    return {t: int(db.open_table(t).version) for t in db.list_tables().tables}
+
+
+def test_200_short_streams_commit_about_what_one_stream_of_600_turns_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 12's target, as a ratio of two runs of the same work (600 turns,
-    segmented, scored and merged) measured here: no absolute time is asserted.
-    Before waves the 200 streams took one Prefect task run and about five
-    commits each."""
-    seconds: dict[str, float] = {}
+    """Issue 12's cost target, counted rather than timed (no wall clock in a
+    test): the same 600 turns as 200 streams of 3 commit to each table at
+    most two times more than as one stream. Before this, the search documents
+    took one commit per stream (203 commits, about 9 s of a 12 s poll)."""
+    commits: dict[str, dict[str, int]] = {}
     for name, (n, k) in (("one", (1, 600)), ("many", (200, 3))):
         memory = memory_for("offline", tmp_path / name, monkeypatch)
         memory.rt.raw.append(stream_turns(n, k))
-        consolidate(user="nobody", memory=memory)  # the flow machinery warm for both
-        t0 = time.perf_counter()
+        before = _all_versions(memory)
         res = consolidate(user=USER, flush=True, memory=memory)
-        seconds[name] = time.perf_counter() - t0
-        assert isinstance(res, dict)
-        assert res["turns_processed"] == 600
-    assert seconds["many"] <= 3.0 * seconds["one"], seconds
+        assert isinstance(res, dict) and res["turns_processed"] == 600
+        commits[name] = {t: v - before.get(t, 0) for t, v in _all_versions(memory).items()}
+    grown = {t: c for t, c in commits["many"].items() if c > commits["one"].get(t, 0) + 2}
+    assert not grown, commits

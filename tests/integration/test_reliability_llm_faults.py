@@ -191,7 +191,9 @@ def test_fault_mix_over_200_episodes(
 
     kinds = Counter(fault_kind(a) for a in stub.actions)
     faults = sum(n for k, n in kinds.items() if k != "valid")
-    assert faults > 100 and len(kinds) == 7, kinds  # every kind of fault was served
+    # the digest takes episodes in batches (issue 28): 200 episodes are about
+    # 50 requests, of which the mix makes about half faults
+    assert faults >= 15 and len(kinds) == 7, kinds  # every kind of fault was served
     # both outcomes happened: the retries rescue most, some fall back
     assert by_source[MODEL] > 0 and by_source["offline-fallback"] > 0, by_source
 

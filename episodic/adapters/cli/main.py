@@ -238,14 +238,18 @@ def search(
     """Search a user's memory: hybrid hits on turns, facts and reflections, each
     with the turns it returns, its episode and every part of its score."""
     from episodic.retrieval import ScoreWeights
+    from episodic.service.search import MemoryOptions
 
-    m = for_user(user)
-    try:
-        weights = ScoreWeights(recency_weight=recency, importance_weight=importance)
-        wanted = tuple(x.strip() for x in kinds.split(",") if x.strip())
-        hits = m.search(user, query, k=k, kinds=wanted, weights=weights)
+    try:  # a bad option is a usage error whether or not the user exists
+        opts = MemoryOptions(
+            k=k,
+            kinds=tuple(x.strip() for x in kinds.split(",") if x.strip()),
+            weights=ScoreWeights(recency_weight=recency, importance_weight=importance),
+        )
     except ValueError as e:
         fail(ExitCode.USAGE, str(e))
+    m = for_user(user)
+    hits = m.search(user, query, k=opts.k, kinds=opts.kinds, weights=opts.weights)
     show(
         as_json,
         views_json(hits),
