@@ -228,13 +228,13 @@ def _batch(
     stats.batched += len(group)
     source = OFFLINE if provider.name == OFFLINE else provider.model
     by_n: dict[int, BatchItem] = {}
-    for item in value.episodes:
-        by_n.setdefault(item.episode, item)
+    for answered in value.episodes:
+        by_n.setdefault(answered.episode, answered)
     scores = [int(i.rating.score) for i in by_n.values()]
     flat = source != OFFLINE and len(by_n) == len(group) and trust.flat_scores(scores)
     out: dict[str, Digest] = {}
     for n, p in enumerate(group, start=1):
-        item = by_n.get(n)
+        item: BatchItem | None = by_n.get(n)
         if item is None:
             _fell_back(provider, 1, "missing-item")
             stats.untrusted["missing-item"] += 1

@@ -130,7 +130,7 @@ def _sync_turn_docs(rt: Runtime, user_id: str) -> tuple[int, datetime | None]:
     """`sync_turn_docs`, and the user's newest event time (the streams' heads)."""
     docs = TurnDocs(rt.store)
     heads = rt.raw.streams(user_id)
-    times = [t for h in heads if (t := to_aware(h.last_event_ts)) is not None]
+    times = [ts for h in heads if (ts := to_aware(h.last_event_ts)) is not None]
     newest = max(times) if times else None
     if docs.count(user_id) >= sum(h.n_turns for h in heads):
         return 0, newest

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+from typing import Literal
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -27,7 +28,7 @@ def seg_log_marginal(y: np.ndarray, obs_var: float, prior_var: float) -> float:
     cov = obs_var * np.eye(n) + prior_var * np.ones((n, n))
     _, logdet = np.linalg.slogdet(cov)
     quad = sum(float(y[:, j] @ np.linalg.solve(cov, y[:, j])) for j in range(d))
-    return -0.5 * (d * (n * math.log(2 * math.pi) + logdet) + quad)
+    return float(-0.5 * (d * (n * math.log(2 * math.pi) + logdet) + quad))
 
 
 def brute_force(
@@ -152,8 +153,12 @@ def judge(req: JudgeRequest) -> JudgeAnswer:
     h = hashlib.sha256(
         (req.summary + "|" + req.turn_text + "|" + "|".join(req.recent_texts)).encode()
     ).digest()[0]
-    decision = ("continue", "new", "sub-episode")[h % 3]
-    return JudgeAnswer(decision=decision, summary=f"summary {h}")
+    decisions: tuple[Literal["continue", "new", "sub-episode"], ...] = (
+        "continue",
+        "new",
+        "sub-episode",
+    )
+    return JudgeAnswer(decision=decisions[h % 3], summary=f"summary {h}")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
