@@ -29,7 +29,7 @@ from episodic.llm.base import LLMProvider
 from episodic.llm.fallback import OFFLINE, OFFLINE_FALLBACK, structured_or_offline
 from episodic.models import Turn
 from episodic.prompts import one_line
-from episodic.prompts.digest import digest_messages
+from episodic.prompts.digest import digest_messages, estimate_tokens
 from episodic.prompts.salience import DEFAULT_MAX_TOKENS, Domain
 from episodic.salience import (
     SUMMARY_CHARS,
@@ -71,17 +71,33 @@ def offline_summary(turns: Sequence[EpisodeTurn], vectors: Vectors | None = None
     )
 
 
-def digest_episode(
-    provider: LLMProvider,
+@dataclass
+class Prepared:
+    """One episode ready to be asked about: its views and its validation context."""
+
+    key: str
+    turns: list[FactTurn]
+    kinds: list[str]
+    ended: datetime
+    features: Any
+    summary: str
+    context: dict[str, Any]
+    tokens: int
+
+    @property
+    def text(self) -> str:
+        return "\n".join(t.text for t in self.turns)
+
+
+def prepare(
+    key: str,
     turns: Sequence[Turn],
     *,
-    vectors: Vectors | None = None,
-    prior_centroids: Vectors | Sequence[Sequence[float]] | None = None,
-    domain: Domain = "general",
-    now: datetime,
+    vectors: Vectors | None,
+    prior_centroids: Vectors | Sequence[Sequence[float]] | None,
+    ended: datetime,
     max_tokens: int = DEFAULT_MAX_TOKENS,
-) -> Digest:
-    """Salience, summary and candidate facts of one closed episode; one call at most."""
+) -> Prepared:
     if not turns:
         raise ValueError("cannot digest an empty episode")
     view = [EpisodeTurn.of(t) for t in turns]
@@ -94,20 +110,55 @@ def digest_episode(
         "turns": fact_turns,
         "n_turns": len(fact_turns),
     }
-    messages = digest_messages(
-        fact_turns, [t.kind for t in turns], domain=domain, now=now, max_tokens=max_tokens
-    )
-    answer = structured_or_offline(provider, messages, EpisodeDigest, context)
-    rating = answer.value.rating
-    from_model = answer.source not in (OFFLINE, OFFLINE_FALLBACK)
+    return Prepared(
+        key, fact_turns, [t.kind for t in turns], ended, features, summary, context,
+        estimate_tokens(fact_turns, max_tokens),
+    )  # fmt: skip
+
+
+def digest_of(
+    p: Prepared,
+    rating: SalienceRating,
+    source: str,
+    error: str | None,
+    facts: Sequence[ExtractedFact],
+    facts_source: str,
+) -> Digest:
+    """The digest from a rating and facts; the model's summary only when the model gave one."""
+    from_model = source not in (OFFLINE, OFFLINE_FALLBACK)
     salience = SalienceResult(
         score=int(rating.score),
         rationale=rating.rationale,
         summary=one_line(rating.summary, SUMMARY_CHARS)
         if from_model and rating.summary
-        else summary,
-        source=answer.source,
-        error=answer.error,
-        features=features,
+        else p.summary,
+        source=source,
+        error=error,
+        features=p.features,
     )
-    return Digest(salience, facts_of(answer.value.facts, fact_turns, answer.source))
+    return Digest(salience, facts_of(facts, p.turns, facts_source))
+
+
+def digest_episode(
+    provider: LLMProvider,
+    turns: Sequence[Turn],
+    *,
+    vectors: Vectors | None = None,
+    prior_centroids: Vectors | Sequence[Sequence[float]] | None = None,
+    domain: Domain = "general",
+    now: datetime,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> Digest:
+    """Salience, summary and candidate facts of one closed episode; one call at most."""
+    p = prepare(
+        "",
+        turns,
+        vectors=vectors,
+        prior_centroids=prior_centroids,
+        ended=now,
+        max_tokens=max_tokens,
+    )
+    messages = digest_messages(p.turns, p.kinds, domain=domain, now=now, max_tokens=max_tokens)
+    answer = structured_or_offline(provider, messages, EpisodeDigest, p.context)
+    value, source = answer.value, answer.source
+    return digest_of(p, value.rating, source, answer.error, value.facts, source)

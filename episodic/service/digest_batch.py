@@ -31,40 +31,27 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from episodic.digest import DIGEST_MAX_FACTS, Digest, EpisodeDigest, offline_summary
+from episodic.digest import DIGEST_MAX_FACTS, Digest, EpisodeDigest, Prepared, digest_of
 from episodic.errors import LLMError, LLMSchemaError
-from episodic.facts.extract import facts_of
 from episodic.facts.schema import ExtractedFact
-from episodic.facts.types import FactTurn
 from episodic.llm import trust
 from episodic.llm.accounting import record_fallback, record_untrusted, record_wait
 from episodic.llm.base import LLMProvider, Usage
 from episodic.llm.fallback import OFFLINE, OFFLINE_FALLBACK, structured_or_offline
 from episodic.llm.validate import coerce
-from episodic.models import Turn
-from episodic.prompts import one_line
 from episodic.prompts.digest import (
     BATCH_INPUT_TOKENS,
     BATCH_MAX_EPISODES,
     digest_batch_messages,
     digest_messages,
-    estimate_tokens,
     instruction_texts,
 )
 from episodic.prompts.salience import DEFAULT_MAX_TOKENS, Domain
-from episodic.salience import (
-    SUMMARY_CHARS,
-    EpisodeTurn,
-    SalienceRating,
-    SalienceResult,
-    Vectors,
-    episode_features,
-)
+from episodic.salience import SalienceRating
 
 
 class BatchItem(BaseModel):
@@ -88,55 +75,10 @@ class BatchDigest(BaseModel):
 
 
 @dataclass
-class Prepared:
-    """One episode ready to be asked about: its views and its validation context."""
-
-    key: str
-    turns: list[FactTurn]
-    kinds: list[str]
-    ended: datetime
-    features: Any
-    summary: str
-    context: dict[str, Any]
-    tokens: int
-
-    @property
-    def text(self) -> str:
-        return "\n".join(t.text for t in self.turns)
-
-
-@dataclass
 class DigestStats:
     calls: int = 0  # questions asked (batches and singles), cache hits included
     batched: int = 0  # episodes answered by a batch question
     untrusted: Counter[str] = field(default_factory=Counter)  # check -> episodes
-
-
-def prepare(
-    key: str,
-    turns: Sequence[Turn],
-    *,
-    vectors: Vectors | None,
-    prior_centroids: Any,
-    ended: datetime,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-) -> Prepared:
-    if not turns:
-        raise ValueError("cannot digest an empty episode")
-    view = [EpisodeTurn.of(t) for t in turns]
-    fact_turns = [FactTurn(t.turn_id, t.role, t.text, t.event_ts) for t in turns]
-    features = episode_features(view, vectors, prior_centroids)
-    summary = offline_summary(view, vectors)
-    context = {
-        "features": features.as_dict(),
-        "summary": summary,
-        "turns": fact_turns,
-        "n_turns": len(fact_turns),
-    }
-    return Prepared(
-        key, fact_turns, [t.kind for t in turns], ended, features, summary, context,
-        estimate_tokens(fact_turns, max_tokens),
-    )  # fmt: skip
 
 
 def batches(
@@ -262,29 +204,7 @@ def _fell_back(provider: LLMProvider, n: int, check: str | None = None) -> None:
 
 def _offline(p: Prepared, source: str, error: str | None) -> Digest:
     value = EpisodeDigest.offline_answer(p.context)
-    return _digest(p, value.rating, source, error, value.facts, source)
-
-
-def _digest(
-    p: Prepared,
-    rating: SalienceRating,
-    source: str,
-    error: str | None,
-    facts: Sequence[ExtractedFact],
-    facts_source: str,
-) -> Digest:
-    from_model = source not in (OFFLINE, OFFLINE_FALLBACK)
-    salience = SalienceResult(
-        score=int(rating.score),
-        rationale=rating.rationale,
-        summary=one_line(rating.summary, SUMMARY_CHARS)
-        if from_model and rating.summary
-        else p.summary,
-        source=source,
-        error=error,
-        features=p.features,
-    )
-    return Digest(salience, facts_of(facts, p.turns, facts_source))
+    return digest_of(p, value.rating, source, error, value.facts, source)
 
 
 def _checked(
@@ -299,7 +219,7 @@ def _checked(
 ) -> Digest:
     """A model's answer for one episode, its untrusted parts answered offline."""
     if source in (OFFLINE, OFFLINE_FALLBACK):
-        return _digest(p, value.rating, source, error, value.facts, source)
+        return digest_of(p, value.rating, source, error, value.facts, source)
     instructions = instruction_texts()
     text = p.text
     offline = EpisodeDigest.offline_answer(p.context)
@@ -328,4 +248,4 @@ def _checked(
         _fell_back(provider, 1, f"facts:{bad}")
         stats.untrusted[f"facts:{bad}"] += 1
         facts, f_source = list(offline.facts), OFFLINE_FALLBACK
-    return _digest(p, rating, r_source, r_error, facts, f_source)
+    return digest_of(p, rating, r_source, r_error, facts, f_source)

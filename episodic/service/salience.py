@@ -17,10 +17,11 @@ from datetime import datetime
 import numpy as np
 
 from episodic.crashpoints import crashpoint
+from episodic.digest import prepare
 from episodic.llm.cache import per_user
 from episodic.models import Episode, Turn, now_utc
 from episodic.service import digests
-from episodic.service.digest_batch import DigestStats, digest_all, prepare
+from episodic.service.digest_batch import DigestStats, digest_all
 from episodic.service.runtime import Runtime
 
 PRIOR_CENTROIDS = 200
