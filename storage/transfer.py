@@ -30,7 +30,7 @@ Errors:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -93,13 +93,7 @@ class TransferReport:
     updated: dict[str, int] = field(default_factory=dict)  # import only: rows rewritten
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "user_id": self.user_id,
-            "path": self.path,
-            "rows": self.rows,
-            "inserted": self.inserted,
-            "updated": self.updated,
-        }
+        return asdict(self)
 
 
 def table_names() -> list[str]:

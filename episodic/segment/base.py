@@ -10,6 +10,7 @@ how the detector checkpoints.
 from __future__ import annotations
 
 import base64
+import inspect
 import math
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Self
@@ -35,9 +36,11 @@ class Signal(ABC):
         """True when the last update, on its own, asks for a boundary."""
         return self._fired
 
-    @abstractmethod
     def _params(self) -> dict[str, Any]:
-        """Constructor arguments, by name."""
+        """Constructor arguments, by name, read back from the attributes that
+        keep them (the convention above; river's `_get_params` does the same)."""
+        names = inspect.signature(type(self).__init__).parameters
+        return {n: getattr(self, n) for n in names if n != "self"}
 
     @abstractmethod
     def _reset(self) -> None:

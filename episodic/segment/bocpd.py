@@ -183,17 +183,6 @@ class ChangePoint(Signal):
         self._kernel = BocpdKernel(dims, max_run_length, hazard_lambda, obs_var, prior_var)
         super().__init__()
 
-    def _params(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold,
-            "dims": self.dims,
-            "max_run_length": self.max_run_length,
-            "hazard_lambda": self.hazard_lambda,
-            "obs_var": self.obs_var,
-            "prior_var": self.prior_var,
-            "seed": self.seed,
-        }
-
     def _reset(self) -> None:
         self._kernel._reset()
         self._dim = 0  # input dimension, fixed by the first vector
@@ -271,9 +260,6 @@ class Surprisal(Signal):
         self.rate = rate
         self.warmup = warmup
         super().__init__()
-
-    def _params(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "rate": self.rate, "warmup": self.warmup}
 
     def _reset(self) -> None:
         self._n = 0

@@ -25,12 +25,11 @@ import json
 import math
 from dataclasses import fields
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
 from episodic.errors import LLMError, SegmenterStateError
-from episodic.segment.base import array_from_json, array_to_json, finite
+from episodic.segment.base import Signal, array_from_json, array_to_json, finite
 from episodic.segment.bocpd import ChangePoint, Surprisal
 from episodic.segment.combiner import CombinerParams, LinearModel, StreamNorm, packaged
 from episodic.segment.config import DetectorConfig as DetectorConfig  # re-exported
@@ -435,17 +434,13 @@ class Detector:
         return seg
 
     # -- checkpoint -----------------------------------------------------
-    def _signals(self) -> dict[str, Any]:
-        return {
-            "size_cap": self._size,
-            "time_gap": self._gap,
-            "idle": self._idle,
-            "structural": self._structural,
-            "agent_marker": self._marker,
-            "semantic_shift": self._semantic,
-            "change_point": self._cp,
-            "surprisal": self._surprisal,
-        }
+    def _signals(self) -> dict[str, Signal]:
+        """Every signal under its own `name`, the key of its checkpoint state."""
+        signals: tuple[Signal, ...] = (
+            self._size, self._gap, self._idle, self._structural, self._marker,
+            self._semantic, self._cp, self._surprisal,
+        )  # fmt: skip
+        return {s.name: s for s in signals}
 
     def to_state(self) -> bytes:
         """The whole detector as versioned JSON bytes."""

@@ -53,14 +53,6 @@ class SemanticShift(Signal):
         self.prior_turns = prior_turns
         super().__init__()
 
-    def _params(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold,
-            "decay": self.decay,
-            "center": self.center,
-            "prior_turns": self.prior_turns,
-        }
-
     def _reset(self) -> None:
         self._mean: np.ndarray | None = None  # the episode's decayed mean
         self._sum: np.ndarray | None = None  # the stream's sum of vectors

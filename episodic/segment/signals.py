@@ -29,9 +29,6 @@ class SizeCap(Signal):
         self.max_minutes = max_minutes
         super().__init__()
 
-    def _params(self) -> dict[str, Any]:
-        return {"max_turns": self.max_turns, "max_minutes": self.max_minutes}
-
     def _reset(self) -> None:
         self._n = 0
         self._start = 0.0
@@ -99,9 +96,6 @@ class TimeGap(_SinceLastTurn):
         self.gap_minutes = gap_minutes
         super().__init__()
 
-    def _params(self) -> dict[str, Any]:
-        return {"gap_minutes": self.gap_minutes}
-
     def update(self, turn: SegTurn) -> float:
         ts = turn.event_ts.timestamp()
         if self._last is None:
@@ -123,9 +117,6 @@ class IdleClose(_SinceLastTurn):
             raise ValueError("idle_minutes must be > 0")
         self.idle_minutes = idle_minutes
         super().__init__()
-
-    def _params(self) -> dict[str, Any]:
-        return {"idle_minutes": self.idle_minutes}
 
     def update(self, turn: SegTurn) -> float:
         self._last = turn.event_ts.timestamp()
@@ -149,12 +140,6 @@ class Structural(Signal):
     """
 
     name = "structural"
-
-    def __init__(self) -> None:
-        super().__init__()
-
-    def _params(self) -> dict[str, Any]:
-        return {}
 
     def _reset(self) -> None:
         self._prev_kind = ""
@@ -204,12 +189,6 @@ class AgentMarker(Signal):
     """
 
     name = "agent_marker"
-
-    def __init__(self) -> None:
-        super().__init__()
-
-    def _params(self) -> dict[str, Any]:
-        return {}
 
     def _reset(self) -> None:
         self._pending = ""  # marker seen at the end of the previous turn
