@@ -158,16 +158,7 @@ def _turn_panel(ax: Axes, tl: Timeline) -> None:
             zorder=3,
         )
     ax.set_yticks(range(len(ROLES)), ROLES)
-    ax.set_ylim(-0.6, len(ROLES) - 0.4)
-    ax.set_ylabel("role")
-    ax.legend(
-        title="turn kind",
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        fontsize=8,
-        title_fontsize=8,
-        frameon=False,
-    )
+    _frame(ax, (-0.6, len(ROLES) - 0.4), "role", "turn kind")
 
 
 def _series(tl: Timeline, name: str) -> np.ndarray:
@@ -198,16 +189,7 @@ def _soft_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
             label=f"{label} (threshold {named[name]})",
         )
         ax.axhline(thresholds[name], color=colours[name], ls="--", lw=0.8, alpha=0.8)
-    ax.set_ylim(-0.03, 1.05)
-    ax.set_ylabel("soft signal score")
-    ax.legend(
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        fontsize=8,
-        frameon=False,
-        title="soft signals\n(dashed: threshold)",
-        title_fontsize=8,
-    )
+    _frame(ax, (-0.03, 1.05), "soft signal score", "soft signals\n(dashed: threshold)")
 
 
 def _hard_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
@@ -227,16 +209,7 @@ def _hard_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
                 xs[hit], ys[hit], color=colours[name], marker="v", s=40, label=label, zorder=3
             )
     ax.axhline(1.0, color="black", ls="--", lw=0.8)
-    ax.set_ylim(-0.03, 1.12)
-    ax.set_ylabel("hard signal score")
-    ax.legend(
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        fontsize=8,
-        frameon=False,
-        title="hard signals\n(cut at 1.0)",
-        title_fontsize=8,
-    )
+    _frame(ax, (-0.03, 1.12), "hard signal score", "hard signals\n(cut at 1.0)")
 
 
 def _evidence_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
@@ -248,10 +221,8 @@ def _evidence_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
         ax.axhline(thr, color="#d62728", ls="--", lw=0.9, label=f"cut threshold {thr:.2f}")
         lo = max(0.0, thr - c.combiner_band)
         ax.axhspan(lo, thr, color="#ffbf00", alpha=0.2, label=f"judge band {lo:.2f}-{thr:.2f}")
-        ax.set_ylim(-0.03, 1.05)
-        ax.set_ylabel("probability")
         ax.set_xlabel("turn (seq in stream)")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+        _frame(ax, (-0.03, 1.05), "probability")
         return
     ax.plot(xs, _series(tl, "combined"), color="black", lw=1.3, label="combined soft evidence")
     ax.axhline(
@@ -268,10 +239,16 @@ def _evidence_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
         alpha=0.2,
         label=f"doubt band {c.doubt_threshold:.2f}-{c.cut_threshold:.2f}",
     )
-    ax.set_ylim(-0.03, 1.05)
-    ax.set_ylabel("evidence")
     ax.set_xlabel("turn (seq in stream)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    _frame(ax, (-0.03, 1.05), "evidence")
+
+
+def _frame(ax: Axes, ylim: tuple[float, float], ylabel: str, title: str | None = None) -> None:
+    """A panel's y range and label, and its legend outside on the right, as every panel has."""
+    ax.set_ylim(*ylim)
+    ax.set_ylabel(ylabel)
+    titled: dict[str, Any] = {} if title is None else {"title": title, "title_fontsize": 8}
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False, **titled)
 
 
 def _draw_cuts(fig: Figure, axes: list[Axes], tl: Timeline) -> list[str]:
