@@ -211,8 +211,7 @@ def _user_rows(
         "episodes": [
             to_row(Episode(**{k: v for k, v in e.items() if k[0] != "_"}), DIM) for e in episodes
         ],
-        "facts": _facts(rng, uid, mine, w, emb, ep_ids),
-        "reflections": _reflections(rng, uid, mine, w, emb, ep_ids),
+        **_memory(rng, uid, mine, w, emb, ep_ids),
     }
 
 
@@ -251,19 +250,26 @@ def _episodes(
     return out
 
 
-def _facts(
+def _sentences_on(
+    rng: np.random.Generator, w: Words, mine: list[int], n: int, length: int
+) -> list[str]:
+    """`n` sentences of `length` words, on the user's topics in turn."""
+    topics = np.asarray([mine[i % len(mine)] for i in range(n)])
+    return sentences(rng, w, topics, np.full(n, length))
+
+
+def _memory(
     rng: np.random.Generator,
     uid: str,
     mine: list[int],
     w: Words,
     emb: HashEmbedder,
     eps: list[str],
-) -> list[dict[str, Any]]:
-    texts = sentences(rng, w, np.asarray([mine[i % len(mine)] for i in range(50)]), np.full(50, 8))
-    texts = [f"{uid} {t}" for t in texts]
-    vecs = emb.embed(texts)
-    out = []
-    for i, (t, v) in enumerate(zip(texts, vecs, strict=True)):
+) -> dict[str, list[dict[str, Any]]]:
+    """The user's 50 facts and 10 reflections, each citing one of the user's episodes."""
+    fact_texts = [f"{uid} {t}" for t in _sentences_on(rng, w, mine, 50, 8)]
+    facts = []
+    for i, (t, v) in enumerate(zip(fact_texts, emb.embed(fact_texts), strict=True)):
         at = NOW - timedelta(days=float(rng.uniform(0, 60)))
         f = Fact(
             fact_id=stable_id("fact", uid, i),
@@ -275,21 +281,9 @@ def _facts(
             source_episode_ids=[eps[int(rng.integers(len(eps)))]],
             importance=float(rng.integers(1, 10)),
         )
-        out.append(to_row(f, DIM, norm=t.lower()))
-    return out
-
-
-def _reflections(
-    rng: np.random.Generator,
-    uid: str,
-    mine: list[int],
-    w: Words,
-    emb: HashEmbedder,
-    eps: list[str],
-) -> list[dict[str, Any]]:
-    texts = sentences(rng, w, np.asarray([mine[i % len(mine)] for i in range(10)]), np.full(10, 14))
-    vecs = emb.embed(texts)
-    return [
+        facts.append(to_row(f, DIM, norm=t.lower()))
+    texts = _sentences_on(rng, w, mine, 10, 14)
+    reflections = [
         to_row(
             Reflection(
                 reflection_id=stable_id("reflection", uid, i),
@@ -302,8 +296,9 @@ def _reflections(
             ),
             DIM,
         )
-        for i, (t, v) in enumerate(zip(texts, vecs, strict=True))
+        for i, (t, v) in enumerate(zip(texts, emb.embed(texts), strict=True))
     ]
+    return {"facts": facts, "reflections": reflections}
 
 
 def build(root: Path, n: int, seed: int = 0, log: Any = None) -> dict[str, Any]:
