@@ -78,8 +78,11 @@ def run_bench(
         return bench_streams(SIZES if turns is None else tuple(n for n in SIZES if n <= turns))
     if name == "llm":
         from episodic.bench.llm import bench_llm
+        from episodic.config import load_settings
 
-        return bench_llm(max_turns=turns)
+        # an OpenAI-compatible server when configured (the local model), else offline
+        s = load_settings()
+        return bench_llm(max_turns=turns, base_url=s.llm_base_url if s.llm == "openai" else None)
     if name == "api":
         from episodic.bench.api import bench_api
 
