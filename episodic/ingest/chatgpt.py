@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from episodic.ingest.common import Context, raw_of
-from episodic.ingest.container import records
+from episodic.ingest.container import items
 from episodic.models import Rejected, TurnIn
 
 _SKIP_TYPES = ("user_editable_context", "model_editable_context", "tether_browsing_display")
@@ -26,20 +26,17 @@ def is_export(obj: Any) -> bool:
 
 
 def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
-    for rec in records(ctx):
-        if isinstance(rec, Rejected):
-            yield rec
+    for item in items(ctx, "conversation"):
+        if isinstance(item, Rejected):
+            yield item
             continue
-        convs = rec.value if isinstance(rec.value, list) else [rec.value]
-        for i, conv in enumerate(convs):
-            label = f"conversation {i}" if rec.whole else f"line {rec.line_no}"
-            line_no = rec.line_no or i + 1
-            if not is_export(conv):
-                yield ctx.reject(
-                    line_no, raw_of(conv), "not a conversation with a mapping", label=label
-                )
-                continue
-            yield from _conversation(ctx, conv, line_no, label)
+        conv, label = item.value, item.label
+        line_no = item.rec.line_no or item.index + 1
+        if not is_export(conv):
+            why = "not a conversation with a mapping"
+            yield ctx.reject(line_no, raw_of(conv), why, label=label)
+            continue
+        yield from _conversation(ctx, conv, line_no, label)
 
 
 def path_to_current(

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from episodic.ingest.anthropic_messages import blocks_to_parts
-from episodic.ingest.common import Context, json_lines
+from episodic.ingest.common import Context
+from episodic.ingest.container import each_line
 from episodic.models import Rejected, TurnIn
 
 CONTINUATION = "This session is being continued from a previous conversation"
@@ -39,41 +40,41 @@ def is_compaction(entry: dict[str, Any]) -> bool:
 
 
 def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
-    for item in json_lines(ctx):
-        if isinstance(item, Rejected):
-            yield item
-            continue
-        line_no, raw, entry = item
-        if not isinstance(entry, dict):
-            yield ctx.reject(line_no, raw, f"expected a JSON object, got {type(entry).__name__}")
-        elif "type" not in entry:
-            yield ctx.reject(line_no, raw, "missing field: type")
-        elif is_compaction(entry):
-            ctx.stats.skipped_derived += 1
-        elif entry.get("isMeta") is True:
-            ctx.stats.skipped_other += 1
-        elif entry["type"] in ("user", "assistant"):
-            yield from _message(ctx, line_no, raw, entry)
-        elif (
-            entry["type"] == "system"
-            and isinstance(entry.get("content"), str)
-            and entry["content"].strip()
-        ):
-            meta = {"subtype": entry["subtype"]} if isinstance(entry.get("subtype"), str) else {}
-            position = _position(entry, line_no, None)
-            yield ctx.turn(
-                line_no=line_no,
-                raw=raw,
-                position=position,
-                native_id=_native_id(entry, position),
-                role="system",
-                text=entry["content"],
-                ts=entry.get("timestamp"),
-                stream_id=entry.get("sessionId"),
-                meta=meta,
-            )
-        else:
-            ctx.stats.skipped_other += 1
+    return each_line(ctx, _entry)
+
+
+def _entry(ctx: Context, line_no: int, raw: bytes, entry: Any) -> Iterator[TurnIn | Rejected]:
+    """One line's entry: a turn, a reject, or counted as skipped."""
+    if not isinstance(entry, dict):
+        yield ctx.reject(line_no, raw, f"expected a JSON object, got {type(entry).__name__}")
+    elif "type" not in entry:
+        yield ctx.reject(line_no, raw, "missing field: type")
+    elif is_compaction(entry):
+        ctx.stats.skipped_derived += 1
+    elif entry.get("isMeta") is True:
+        ctx.stats.skipped_other += 1
+    elif entry["type"] in ("user", "assistant"):
+        yield from _message(ctx, line_no, raw, entry)
+    elif (
+        entry["type"] == "system"
+        and isinstance(entry.get("content"), str)
+        and entry["content"].strip()
+    ):
+        meta = {"subtype": entry["subtype"]} if isinstance(entry.get("subtype"), str) else {}
+        position = _position(entry, line_no, None)
+        yield ctx.turn(
+            line_no=line_no,
+            raw=raw,
+            position=position,
+            native_id=_native_id(entry, position),
+            role="system",
+            text=entry["content"],
+            ts=entry.get("timestamp"),
+            stream_id=entry.get("sessionId"),
+            meta=meta,
+        )
+    else:
+        ctx.stats.skipped_other += 1
 
 
 def _has_uuid(entry: dict[str, Any]) -> bool:

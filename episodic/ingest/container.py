@@ -10,12 +10,12 @@ objects of their own, so one corrupt first line does not sink a JSONL file.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from episodic.ingest.common import Context, decode_json, json_lines
-from episodic.models import Rejected
+from episodic.models import Rejected, TurnIn
 
 _SNIFF_LINES = 8
 
@@ -29,6 +29,41 @@ class Record:
     @property
     def whole(self) -> bool:
         return self.line_no == 0
+
+
+@dataclass(frozen=True)
+class Item:
+    """One value of a record: a line's value, or one element of a list it holds."""
+
+    value: Any
+    index: int  # its place in the record's list (0 for a lone value)
+    label: str  # where it is, for rejects
+    rec: Record
+
+
+def items(ctx: Context, noun: str) -> Iterator[Item | Rejected]:
+    """Every value of the file, a list taken item by item; an item of a whole
+    document is labelled `noun i`, one of a JSONL line `line N`."""
+    for rec in records(ctx):
+        if isinstance(rec, Rejected):
+            yield rec
+            continue
+        values = rec.value if isinstance(rec.value, list) else [rec.value]
+        for i, value in enumerate(values):
+            yield Item(value, i, f"{noun} {i}" if rec.whole else f"line {rec.line_no}", rec)
+
+
+LineHandler = Callable[[Context, int, bytes, Any], Iterable[TurnIn | Rejected]]
+
+
+def each_line(ctx: Context, handle: LineHandler) -> Iterator[TurnIn | Rejected]:
+    """A JSONL file's values through `handle` (with line number and raw line);
+    a line that holds no JSON value passes on as rejected."""
+    for item in json_lines(ctx):
+        if isinstance(item, Rejected):
+            yield item
+        else:
+            yield from handle(ctx, *item)
 
 
 def _first_lines(ctx: Context) -> list[bytes]:

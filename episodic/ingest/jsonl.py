@@ -19,17 +19,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from episodic.ingest.common import Context, Options, ParseStats, check_tree, json_lines, raw_of
+from episodic.ingest.common import Context, Options, ParseStats, check_tree, raw_of
+from episodic.ingest.container import each_line
 from episodic.models import Rejected, TurnIn, stable_id
 
 
 def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
-    for item in json_lines(ctx):
-        if isinstance(item, Rejected):
-            yield item
-            continue
-        line_no, raw, obj = item
-        yield record(ctx, line_no, raw, obj, f"L{line_no}")
+    return each_line(
+        ctx, lambda ctx, line_no, raw, obj: [record(ctx, line_no, raw, obj, f"L{line_no}")]
+    )
 
 
 def record(

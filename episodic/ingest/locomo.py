@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from episodic.ingest.common import Context, check_tree, raw_of
-from episodic.ingest.container import records
+from episodic.ingest.container import items
 from episodic.models import Rejected, TurnIn
 
 TURN_GAP = timedelta(seconds=30)
@@ -73,15 +73,12 @@ def _sessions(conv: dict[str, Any]) -> list[int]:
 
 def parse(ctx: Context) -> Iterator[TurnIn | Rejected]:
     counter = [0]
-    for rec in records(ctx):
-        if isinstance(rec, Rejected):
-            yield rec
+    for item in items(ctx, "sample"):
+        if isinstance(item, Rejected):
+            yield item
             continue
-        samples = rec.value if isinstance(rec.value, list) else [rec.value]
-        for i, sample in enumerate(samples):
-            label = f"line {rec.line_no}" if not rec.whole else f"sample {i}"
-            raw = rec.raw if not rec.whole else b""
-            yield from _sample(ctx, sample, i, label, raw, rec.line_no, counter)
+        rec = item.rec  # a whole document's raw is empty: each sample's comes from raw_of
+        yield from _sample(ctx, item.value, item.index, item.label, rec.raw, rec.line_no, counter)
 
 
 def _sample(
