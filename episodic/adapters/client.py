@@ -26,6 +26,7 @@ from typing import Any, Generic, Self, TypeVar
 import httpx
 from pydantic import TypeAdapter
 
+from episodic.closing import Closing
 from episodic.errors import NotFoundError
 from episodic.service.search import HIT_KINDS
 from episodic.service.status import StreamStatus
@@ -42,6 +43,7 @@ from episodic.service.views import (
 )
 
 T = TypeVar("T")
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)
 TIMEOUT_S = 300.0  # consolidate runs the whole flow before it answers
 MAX_EPISODES = 10_000  # the API's largest page of episodes
 
@@ -186,6 +188,21 @@ class _Verbs:
             kind=kind, ident=ident,
         )  # fmt: skip
 
+    def request(self, call: Call[Any]) -> dict[str, Any]:
+        """The transport's `request(...)` arguments for `call`, the key's header on."""
+        return {
+            "method": call.method,
+            "url": call.path,
+            "params": call.params or None,
+            "json": call.json,
+            "headers": {**self.headers, **call.headers},
+        }
+
+    def answer(self, call: Call[T], r: httpx.Response) -> T:
+        """The verb's result from the transport's response (or the error it means)."""
+        _check(r, call)
+        return call.parse(r.json())
+
     def check_user(self, user_id: str | None, known: str) -> None:
         if user_id is not None and user_id != known:
             raise PermissionError(
@@ -200,12 +217,9 @@ def _seg(ident: str) -> str:
     return quote(ident, safe="")
 
 
-class Client:
-    """`episodic api` over HTTP, with `Memory`'s verbs and typed results.
-
-    `url` is the server (`http://127.0.0.1:8700`), `key` an API key; `http`
-    an httpx.Client to send through instead of a new one (for example
-    FastAPI's TestClient over the app in process)."""
+class _Connection(Generic[H]):
+    """What the sync and async clients share: the verbs' requests and one
+    transport `H` (an httpx.Client or httpx.AsyncClient), theirs or the caller's."""
 
     def __init__(
         self,
@@ -213,37 +227,32 @@ class Client:
         *,
         key: str,
         timeout: float = TIMEOUT_S,
-        http: httpx.Client | None = None,
+        http: H | None = None,
     ) -> None:
         self._v = _Verbs(url, key, None)
         self._own = http is None
-        self.http = http or httpx.Client(base_url=self._v.url, timeout=timeout)
+        self.http: H = http or self._open(self._v.url, timeout)
 
-    def __enter__(self) -> Self:
-        return self
+    def _open(self, url: str, timeout: float) -> H:
+        raise NotImplementedError
 
-    def __exit__(
-        self,
-        et: type[BaseException] | None,
-        ev: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+
+class Client(_Connection[httpx.Client], Closing):
+    """`episodic api` over HTTP, with `Memory`'s verbs and typed results.
+
+    `url` is the server (`http://127.0.0.1:8700`), `key` an API key; `http`
+    an httpx.Client to send through instead of a new one (for example
+    FastAPI's TestClient over the app in process)."""
+
+    def _open(self, url: str, timeout: float) -> httpx.Client:
+        return httpx.Client(base_url=url, timeout=timeout)
 
     def close(self) -> None:
         if self._own:
             self.http.close()
 
     def _run(self, call: Call[T]) -> T:
-        r = self.http.request(
-            call.method,
-            call.path,
-            params=call.params or None,
-            json=call.json,
-            headers={**self._v.headers, **call.headers},
-        )
-        _check(r, call)
-        return call.parse(r.json())
+        return self._v.answer(call, self.http.request(**self._v.request(call)))
 
     def _as(self, user_id: str | None) -> None:
         if user_id is None:
@@ -335,20 +344,11 @@ class Client:
         return self._run(self._v.forget(turn, episode, fact))
 
 
-class AsyncClient:
+class AsyncClient(_Connection[httpx.AsyncClient]):
     """`Client`, async: the same verbs, awaited."""
 
-    def __init__(
-        self,
-        url: str = "http://127.0.0.1:8700",
-        *,
-        key: str,
-        timeout: float = TIMEOUT_S,
-        http: httpx.AsyncClient | None = None,
-    ) -> None:
-        self._v = _Verbs(url, key, None)
-        self._own = http is None
-        self.http = http or httpx.AsyncClient(base_url=self._v.url, timeout=timeout)
+    def _open(self, url: str, timeout: float) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=url, timeout=timeout)
 
     async def __aenter__(self) -> Self:
         return self
@@ -366,15 +366,7 @@ class AsyncClient:
             await self.http.aclose()
 
     async def _run(self, call: Call[T]) -> T:
-        r = await self.http.request(
-            call.method,
-            call.path,
-            params=call.params or None,
-            json=call.json,
-            headers={**self._v.headers, **call.headers},
-        )
-        _check(r, call)
-        return call.parse(r.json())
+        return self._v.answer(call, await self.http.request(**self._v.request(call)))
 
     async def _as(self, user_id: str | None) -> None:
         if user_id is None:

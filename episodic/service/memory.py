@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol
 
+from episodic.closing import Closing
 from episodic.config import Settings, load_settings
 from episodic.embed.base import Embedder
 from episodic.errors import ConfigError, NotFoundError
@@ -61,7 +61,7 @@ class ConsolidationRunner(Protocol):
     ) -> dict[str, Any]: ...
 
 
-class Memory:
+class Memory(Closing):
     """One store, one embedder, one provider, and every verb users have.
 
     Built explicitly (from `Settings`, or a `Runtime` already built) and used
@@ -100,17 +100,6 @@ class Memory:
     @property
     def settings(self) -> Settings:
         return self.rt.settings
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        et: type[BaseException] | None,
-        ev: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         self.rt.recalls.flush()

@@ -6,11 +6,11 @@ Each view is built from a stored row by its `of` constructor, in one place."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from episodic.models import Episode, Fact, FactHistory, Reflection, Turn
+from episodic.models import Episode, Turn
 
 
 class View(BaseModel):
@@ -19,6 +19,19 @@ class View(BaseModel):
     def as_json(self) -> dict[str, Any]:
         """JSON-ready (datetimes as ISO 8601 strings)."""
         return self.model_dump(mode="json")
+
+    @classmethod
+    def copied(cls, row: BaseModel, **changed: Any) -> Self:
+        """This view of a stored row: the row's fields of the same name, then `changed`."""
+        return cls(**row.model_dump(include=set(cls.model_fields) - set(changed)), **changed)
+
+
+class RowView(View):
+    """A view whose fields are all a stored row's own."""
+
+    @classmethod
+    def of(cls, row: BaseModel) -> Self:
+        return cls.copied(row)
 
 
 class HitTurn(View):
@@ -65,16 +78,7 @@ class TurnView(View):
     @classmethod
     def of(cls, t: Turn) -> TurnView:
         speaker = t.meta.get("speaker")
-        return cls(
-            turn_id=t.turn_id,
-            stream_id=t.stream_id,
-            seq=t.seq,
-            role=t.role,
-            kind=t.kind,
-            speaker=speaker if isinstance(speaker, str) and speaker else t.role,
-            text=t.text,
-            event_ts=t.event_ts,
-        )
+        return cls.copied(t, speaker=speaker if isinstance(speaker, str) and speaker else t.role)
 
 
 class EpisodeView(View):
@@ -99,24 +103,7 @@ class EpisodeView(View):
 
     @classmethod
     def of(cls, e: Episode) -> EpisodeView:
-        return cls(
-            episode_id=e.episode_id,
-            stream_id=e.stream_id,
-            first_seq=e.first_seq,
-            last_seq=e.last_seq,
-            n_turns=e.n_turns,
-            started_at=e.started_at,
-            ended_at=e.ended_at,
-            reason=e.boundary_reason,
-            boundary_score=round(e.boundary_score, 4),
-            signal_scores=dict(e.signal_scores),
-            salience=e.salience,
-            salience_source=e.salience_source,
-            summary=e.summary,
-            status=e.status,
-            parent_episode_id=e.parent_episode_id,
-            continues_episode_id=e.continues_episode_id,
-        )
+        return cls.copied(e, reason=e.boundary_reason, boundary_score=round(e.boundary_score, 4))
 
 
 class EpisodeDetail(EpisodeView):
@@ -130,7 +117,7 @@ class EpisodeDetail(EpisodeView):
         )
 
 
-class FactView(View):
+class FactView(RowView):
     fact_id: str
     text: str
     status: str
@@ -143,12 +130,8 @@ class FactView(View):
     source_episode_ids: list[str]
     supersedes: str | None
 
-    @classmethod
-    def of(cls, f: Fact) -> FactView:
-        return cls(**f.model_dump(include=set(cls.model_fields)))
 
-
-class FactEvent(View):
+class FactEvent(RowView):
     """One ADD / UPDATE / DELETE / NOOP decision on a fact."""
 
     fact_id: str
@@ -160,12 +143,8 @@ class FactEvent(View):
     decided_by: str
     at: datetime
 
-    @classmethod
-    def of(cls, h: FactHistory) -> FactEvent:
-        return cls(**h.model_dump(include=set(cls.model_fields)))
 
-
-class ReflectionView(View):
+class ReflectionView(RowView):
     reflection_id: str
     text: str
     importance: float
@@ -174,10 +153,6 @@ class ReflectionView(View):
     evidence_fact_ids: list[str]
     recall_count: int
     status: str
-
-    @classmethod
-    def of(cls, r: Reflection) -> ReflectionView:
-        return cls(**r.model_dump(include=set(cls.model_fields)))
 
 
 class Rejection(View):

@@ -27,6 +27,7 @@ import httpx
 from fastapi.testclient import TestClient
 
 from episodic.service.memory import Memory
+from episodic.subprocs import terminate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,15 +98,24 @@ CLI = [sys.executable, "-c", "from episodic.adapters.cli.main import main; main(
 
 
 def run_cli(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return cli_child(cli_env(home), *args, stdin=stdin)
+
+
+def cli_child(
+    env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`episodic ARGS` in a child process with the environment `env`."""
+    cmd = [*CLI, *args]
     return subprocess.run(
-        [*CLI, *args],
-        env=cli_env(home),
-        cwd=ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        cmd, env=env, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=timeout
     )
+
+
+def cli_json(env: dict[str, str], *args: str, timeout: float = 600) -> Any:
+    """`episodic ARGS --json` in a child process, which must succeed: its JSON."""
+    res = cli_child(env, *args, "--json", timeout=timeout)
+    assert res.returncode == 0, (args, res.stderr[-2000:])
+    return json.loads(res.stdout)
 
 
 @dataclass
@@ -155,9 +165,4 @@ def api_server(home: Path, startup_s: float = 180.0) -> Iterator[Server]:
                 time.sleep(0.2)
             yield Server(url, home, proc)
         finally:
-            proc.terminate()  # SIGTERM: the server's graceful shutdown
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            terminate(proc, grace_s=20)  # SIGTERM first: the server's graceful shutdown

@@ -14,45 +14,17 @@ import pytest
 
 from episodic.adapters.embedded import Memory
 from episodic.config import Settings
+from tests.integration.chromium import headless_chromium
 from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.prefect_server import BIN, Server, prefect_server, run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--disable-dev-shm-usage",
-    "--window-size=1400,1000",
-)
 
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[object]:
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.skip("Debian chromium not installed: apt-get install chromium chromium-driver")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for flag in FLAGS:
-        opts.add_argument(flag)
-    opts.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "driver.log"))
-    driver = webdriver.Chrome(service=service, options=opts)
-    driver.set_page_load_timeout(120)
-    try:
+    with headless_chromium(tmp_path, "1400,1000") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _wait_for_text(driver, url: str, text: str, timeout: float = 90.0) -> None:  # type: ignore[no-untyped-def]

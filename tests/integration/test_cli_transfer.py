@@ -47,12 +47,9 @@ def source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def test_round_trip_is_identical_and_import_is_idempotent(
-    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    first, second = tmp_path / "x1", tmp_path / "x2"
-    out = _cli("export", "--user", "u1", "--out", str(first), "--json")
-    before = {
+def _u1_memory() -> dict[str, Any]:
+    """What the CLI shows of u1's memory on the current home."""
+    return {
         "episodes": _cli("episodes", "--user", "u1", "--json"),
         "facts": _cli("facts", "--user", "u1", "--all", "--json"),
         "rejected": _cli("rejected", "--user", "u1", "--json"),
@@ -60,6 +57,14 @@ def test_round_trip_is_identical_and_import_is_idempotent(
             _cli("reflections", "--user", "u1", "--all", "--json"), key=lambda r: r["reflection_id"]
         ),
     }
+
+
+def test_round_trip_is_identical_and_import_is_idempotent(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "x1", tmp_path / "x2"
+    out = _cli("export", "--user", "u1", "--out", str(first), "--json")
+    before = _u1_memory()
     # something in every table a user's memory lives in
     for name in ("raw_turns", "streams", "turn_vectors", "rejected_input", "episodes",
                  "facts", "fact_history", "reflections", "segmenter_state"):  # fmt: skip
@@ -74,14 +79,7 @@ def test_round_trip_is_identical_and_import_is_idempotent(
     assert sum(twice["inserted"].values()) == 0
     assert twice["updated"] == once["inserted"]
     _cli("export", "--user", "u1", "--out", str(second), "--json")
-    after = {
-        "episodes": _cli("episodes", "--user", "u1", "--json"),
-        "facts": _cli("facts", "--user", "u1", "--all", "--json"),
-        "rejected": _cli("rejected", "--user", "u1", "--json"),
-        "reflections": sorted(
-            _cli("reflections", "--user", "u1", "--all", "--json"), key=lambda r: r["reflection_id"]
-        ),
-    }
+    after = _u1_memory()
     refused("episodes", "--user", "u2", "--json")  # only u1 came over
     again = _tables(second)
     for name in table_names():

@@ -4,13 +4,10 @@ PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS=1 the submitted version hung."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tests.integration.api_support import ROOT, cli_env
+from tests.integration.api_support import cli_env, cli_json
 from tests.integration.reliability_support import turn_row, write_jsonl
 
 
@@ -31,22 +28,8 @@ def test_two_users_on_one_thread_finish(tmp_path: Path) -> None:
     env = cli_env(tmp_path / "home") | {"PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS": "1"}
 
     def run(*args: str) -> dict[str, object]:
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "from episodic.adapters.cli.main import main; main()",
-                *args,
-                "--json",
-            ],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,  # the hang this guards against never returned
-        )
-        assert out.returncode == 0, out.stderr[-2000:]
-        result: dict[str, object] = json.loads(out.stdout)
+        # the 600 s timeout: the hang this guards against never returned
+        result: dict[str, object] = cli_json(env, *args, timeout=600)
         return result
 
     assert run("ingest", str(path))["accepted"] == 24

@@ -5,11 +5,13 @@ and a search that returns an episode's turn keeps that episode alive."""
 from __future__ import annotations
 
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from episodic.adapters.embedded import Memory
 from flows.maintain import maintain
 from tests.integration.helpers import make_memory
 from tests.integration.memory_items import T0, episode, put, told
@@ -19,8 +21,17 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 TAU = 168.0
 
 
-def test_a_recalled_episode_decays_more_slowly(tmp_path: Path) -> None:
-    memory = make_memory(tmp_path / "home")
+@pytest.fixture
+def memory(tmp_path: Path) -> Memory:
+    return make_memory(tmp_path / "home")
+
+
+def _maintain(memory: Memory, now: datetime) -> dict[str, Any]:
+    """One maintain run for u1 at `now`: decay with TAU hours, archive below 0.5."""
+    return maintain(user="u1", now=now, tau_hours=TAU, floor=0.5, memory=memory)
+
+
+def test_a_recalled_episode_decays_more_slowly(memory: Memory) -> None:
     rt = memory.rt
     forgotten, recalled = put(
         rt,
@@ -35,9 +46,7 @@ def test_a_recalled_episode_decays_more_slowly(tmp_path: Path) -> None:
             last_recalled_at=T0,
         ),
     )
-    res = maintain(
-        user="u1", now=T0 + timedelta(hours=100), tau_hours=TAU, floor=0.5, memory=memory
-    )
+    res = _maintain(memory, T0 + timedelta(hours=100))
     assert res["archived"] == 0 and res["decayed"] == 2
     got = {e.episode_id: e for e in rt.episodes.list("u1")}
     slow, fast = got[recalled.episode_id].strength, got[forgotten.episode_id].strength
@@ -48,8 +57,7 @@ def test_a_recalled_episode_decays_more_slowly(tmp_path: Path) -> None:
     assert all(e.status == "closed" for e in got.values())
 
 
-def test_a_faded_episode_is_archived_and_kept(tmp_path: Path) -> None:
-    memory = make_memory(tmp_path / "home")
+def test_a_faded_episode_is_archived_and_kept(memory: Memory) -> None:
     rt = memory.rt
     faint, strong = put(
         rt,
@@ -57,7 +65,7 @@ def test_a_faded_episode_is_archived_and_kept(tmp_path: Path) -> None:
         episode(rt, "u1", "the weather in Lisbon decided the wedding date", seq=10, salience=9),
     )
     later = T0 + timedelta(hours=400)  # faint: 1 * exp(-400/168) = 0.09 < 0.5; strong: 0.83
-    res = maintain(user="u1", now=later, tau_hours=TAU, floor=0.5, memory=memory)
+    res = _maintain(memory, later)
     assert res["archived"] == 1
     got = {e.episode_id: e for e in rt.episodes.list("u1")}
     assert got[faint.episode_id].status == "archived"  # kept, with its text
@@ -68,15 +76,12 @@ def test_a_faded_episode_is_archived_and_kept(tmp_path: Path) -> None:
     assert listed == {faint.episode_id: "archived", strong.episode_id: "closed"}
 
     # archived stays archived and is not counted twice
-    again = maintain(
-        user="u1", now=later + timedelta(hours=1), tau_hours=TAU, floor=0.5, memory=memory
-    )
+    again = _maintain(memory, later + timedelta(hours=1))
     assert again["archived"] == 0
     assert len(rt.episodes.list("u1")) == 2
 
 
-def test_recall_through_search_keeps_an_episode_alive(tmp_path: Path) -> None:
-    memory = make_memory(tmp_path / "home")
+def test_recall_through_search_keeps_an_episode_alive(memory: Memory) -> None:
     rt = memory.rt
     # three weeks in, the allergy is looked up: its last access moves to then
     looked_up = T0 + timedelta(weeks=3)
@@ -88,9 +93,7 @@ def test_recall_through_search_keeps_an_episode_alive(tmp_path: Path) -> None:
     hits = memory.search("u1", "penicillin allergy", k=1, now=looked_up)
     assert [(h.kind, h.episode_id) for h in hits] == [("turn", kept.episode_id)]
     rt.recalls.flush()  # the search noted the recall; the decay reads it
-    res = maintain(
-        user="u1", now=looked_up + timedelta(days=2), tau_hours=TAU, floor=0.5, memory=memory
-    )
+    res = _maintain(memory, looked_up + timedelta(days=2))
     got = {e.episode_id: e.status for e in rt.episodes.list("u1")}
     assert got == {kept.episode_id: "closed", dropped.episode_id: "archived"}
     assert res["archived"] == 1

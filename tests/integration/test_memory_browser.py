@@ -23,45 +23,17 @@ from episodic.adapters.cli.demo import SAMPLE
 from episodic.adapters.embedded import Memory
 from flows.reflect import reflect
 from tests.integration.api_support import Server, api_server
+from tests.integration.chromium import headless_chromium
 from tests.integration.helpers import settings_at, synthetic_stream, write_jsonl
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--disable-dev-shm-usage",
-    "--window-size=1360,900",
-)
 CANARY = "bobcanary"  # in bob's turns only
 
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.skip("Debian chromium not installed: apt-get install chromium chromium-driver")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for flag in FLAGS:
-        opts.add_argument(flag)
-    opts.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "driver.log"))
-    driver = webdriver.Chrome(service=service, options=opts)
-    driver.set_page_load_timeout(120)
-    try:
+    with headless_chromium(tmp_path, "1360,900") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.api_support import ROOT, cli_env, free_port
+from episodic.subprocs import terminate
+from tests.integration.api_support import ROOT, cli_child, cli_env, cli_json, free_port
 from tests.integration.helpers import synthetic_stream, write_jsonl
 
 boto3 = pytest.importorskip("boto3")
@@ -101,31 +102,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
                 time.sleep(0.2)
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _cli(env: dict[str, str], *args: str) -> Any:
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from episodic.adapters.cli.main import main; main()",
-            *args,
-            "--json",
-        ],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert res.returncode == 0, (args, res.stderr[-2000:])
-    return json.loads(res.stdout)
+        terminate(proc, grace_s=20)
 
 
 @pytest.mark.slow  # nine CLI processes against the endpoint: minutes on 2 cores
@@ -139,24 +116,24 @@ def test_consolidate_on_s3_through_the_cli(s3: S3, tmp_path: Path) -> None:
     turns = synthetic_stream("u1") + synthetic_stream("u2", n_per_topic=5)
     path = write_jsonl(tmp_path / "turns.jsonl", turns)
 
-    assert _cli(env, "ingest", str(path))["accepted"] == len(turns)
-    first = _cli(env, "consolidate")
+    assert cli_json(env, "ingest", str(path))["accepted"] == len(turns)
+    first = cli_json(env, "consolidate")
     assert first["turns_processed"] == len(turns) and first["episodes_closed"] > 0
-    again = _cli(env, "consolidate")
+    again = cli_json(env, "consolidate")
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
 
-    status = {(r["user_id"], r["stream_id"]): r for r in _cli(env, "status")}
+    status = {(r["user_id"], r["stream_id"]): r for r in cli_json(env, "status")}
     for user in ("u1", "u2"):
         st = status[(user, "s1")]
-        episodes = sorted(_cli(env, "episodes", "--user", user), key=lambda e: e["first_seq"])
+        episodes = sorted(cli_json(env, "episodes", "--user", user), key=lambda e: e["first_seq"])
         # closed episodes tile seqs 0..k with no gap or overlap; the open one holds the rest
         seqs = [s for e in episodes for s in range(e["first_seq"], e["last_seq"] + 1)]
         assert sum(e["n_turns"] for e in episodes) == len(seqs)
         assert seqs == list(range(st["raw_turns"] - st["open_episode_turns"]))
         assert st["raw_turns"] == sum(1 for t in turns if t["user_id"] == user)
-    assert _cli(env, "doctor")["ok"] is True
+    assert cli_json(env, "doctor")["ok"] is True
 
-    hits = _cli(env, "search", "helm staging deploy", "--user", "u1")
+    hits = cli_json(env, "search", "helm staging deploy", "--user", "u1")
     assert any("helm" in json.dumps(h) for h in hits)
 
     stored = s3.keys("cli")
@@ -177,20 +154,7 @@ def test_bad_storage_options_are_one_line_without_the_value(
     tmp_path: Path, options: str, says: str
 ) -> None:
     env = {**cli_env(tmp_path / "home"), "EPISODIC_DB_STORAGE_OPTIONS": options}
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from episodic.adapters.cli.main import main; main()",
-            "status",
-            "--json",
-        ],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    res = cli_child(env, "status", "--json")
     assert res.returncode == 2 and res.stdout == ""
     assert says in res.stderr and "EPISODIC_DB_STORAGE_OPTIONS" in res.stderr
     assert "s3cr3t" not in res.stderr and "Traceback" not in res.stderr

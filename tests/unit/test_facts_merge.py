@@ -40,6 +40,17 @@ def scripted(*answers: dict[str, Any]) -> FakeProvider:
     return FakeProvider(handler, model="scripted-v1", retries=2)
 
 
+def asking(answer: dict[str, Any]) -> tuple[FakeProvider, list[str]]:
+    """A fake model that always gives `answer`, and the response models it is asked for."""
+    asked: list[str] = []
+
+    def handler(messages: Any, response_model: Any, context: Any) -> Any:
+        asked.append(response_model.__name__)
+        return answer
+
+    return FakeProvider(handler), asked
+
+
 def episode(store: Store, provider: Any, *texts: str) -> list[Any]:
     """Extract offline from user turns, decide with `provider`, apply to the store."""
     facts = extract_facts(OfflineProvider(), [turn(i, t) for i, t in enumerate(texts)], now=NOW)
@@ -301,13 +312,8 @@ def test_unrelated_candidates_add_without_a_call() -> None:
     # neither ends, nor shares a slot with, nor nearly repeats is no reason to ask
     paris = ExistingFact("f1", "User lives in Paris", vec("User lives in Paris"))
     a = new_fact("User likes jazz")
-    asked: list[str] = []
-
-    def handler(messages, model, context):  # type: ignore[no-untyped-def]
-        asked.append(model.__name__)
-        return {"decisions": []}
-
-    [d] = decide(FakeProvider(handler), [CandidateSet(a, vec(a.text), [paris])], now=NOW)
+    provider, asked = asking({"decisions": []})
+    [d] = decide(provider, [CandidateSet(a, vec(a.text), [paris])], now=NOW)
     assert (d.event, d.decided_by, d.note) == ("ADD", "rule", "no related candidate")
     assert asked == []
 
@@ -315,13 +321,8 @@ def test_unrelated_candidates_add_without_a_call() -> None:
 def test_a_same_slot_candidate_is_asked_about() -> None:
     initech = ExistingFact("f1", "User works at Initech", vec("User works at Initech"))
     b = new_fact("User works at Acme")
-    asked: list[str] = []
-
-    def handler(messages, model, context):  # type: ignore[no-untyped-def]
-        asked.append(model.__name__)
-        return {"decisions": [{"event": "UPDATE", "id": 1, "text": b.text, "new_index": 1}]}
-
-    [d] = decide(FakeProvider(handler), [CandidateSet(b, vec(b.text), [initech])], now=NOW)
+    provider, asked = asking(update(1, b.text))
+    [d] = decide(provider, [CandidateSet(b, vec(b.text), [initech])], now=NOW)
     assert asked == ["MergeDecisions"] and d.event == "UPDATE"
 
 

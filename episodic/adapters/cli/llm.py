@@ -20,6 +20,7 @@ import typer
 from pydantic import BaseModel, Field
 
 from episodic.adapters.cli.guard import GuardedTyper
+from episodic.subprocs import terminate
 
 llm_app = GuardedTyper(no_args_is_help=True, help="The language model: a local server, a check.")
 
@@ -117,12 +118,7 @@ def serve(
     try:
         raise typer.Exit(proc.wait())
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (the entry point maps it)
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        terminate(proc, grace_s=15)
 
 
 def register(app: typer.Typer) -> None:
