@@ -73,6 +73,13 @@ def finite(x: Any) -> float:
     return v
 
 
+def positive(name: str, value: float) -> float:
+    """`value` when it is > 0 (NaN is not), else the error that names it."""
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0")
+    return value
+
+
 def clip01(x: float) -> float:
     if not x > 0.0:  # also catches NaN
         return 0.0

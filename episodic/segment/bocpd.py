@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from episodic.segment.base import Signal, array_from_json, array_to_json, clip01, finite
+from episodic.segment.base import (
+    Signal,
+    array_from_json,
+    array_to_json,
+    clip01,
+    finite,
+    positive,
+)
 from episodic.segment.config import DEFAULTS
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -250,13 +257,11 @@ class Surprisal(Signal):
         rate: float = DEFAULTS.surprisal_rate,
         warmup: int = 5,
     ) -> None:
-        if not threshold > 0:
-            raise ValueError("threshold must be > 0")
+        self.threshold = positive("threshold", threshold)
         if not 0.0 < rate < 1.0:
             raise ValueError("rate must be in (0, 1)")
         if warmup < 1:
             raise ValueError("warmup must be >= 1")
-        self.threshold = threshold
         self.rate = rate
         self.warmup = warmup
         super().__init__()

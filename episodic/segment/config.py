@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
+from episodic.segment.base import positive
+
 
 @dataclass(frozen=True)
 class DetectorConfig:
@@ -65,8 +67,7 @@ class DetectorConfig:
     def __post_init__(self) -> None:
         pos = ("max_minutes", "time_gap_minutes", "idle_minutes", "obs_var", "prior_var")
         for name in pos:
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0")
+            positive(name, getattr(self, name))
         unit = ("cp_threshold", "semantic_decay")
         for name in unit:
             if not 0.0 < getattr(self, name) <= 1.0:
@@ -79,8 +80,7 @@ class DetectorConfig:
             raise ValueError("decision_delay must be 0 or 1")
         if not 0.0 < self.surprisal_rate < 1.0:
             raise ValueError("surprisal_rate must be in (0, 1)")
-        if not self.surprisal_threshold > 0:
-            raise ValueError("surprisal_threshold must be > 0")
+        positive("surprisal_threshold", self.surprisal_threshold)
         if self.max_turns < 1 or self.min_turns < 1 or self.bocpd_dims < 1:
             raise ValueError("max_turns, min_turns and bocpd_dims must be >= 1")
         if self.max_run_length < 2:

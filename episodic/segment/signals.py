@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from episodic.segment.base import Signal, clip01, finite
+from episodic.segment.base import Signal, clip01, finite, positive
 from episodic.segment.config import DEFAULTS
 from episodic.segment.types import SegTurn
 
@@ -23,10 +23,8 @@ class SizeCap(Signal):
     ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be >= 1")
-        if not max_minutes > 0:
-            raise ValueError("max_minutes must be > 0")
         self.max_turns = max_turns
-        self.max_minutes = max_minutes
+        self.max_minutes = positive("max_minutes", max_minutes)
         super().__init__()
 
     def _reset(self) -> None:
@@ -91,9 +89,7 @@ class TimeGap(_SinceLastTurn):
     name = "time_gap"
 
     def __init__(self, gap_minutes: float = DEFAULTS.time_gap_minutes) -> None:
-        if not gap_minutes > 0:
-            raise ValueError("gap_minutes must be > 0")
-        self.gap_minutes = gap_minutes
+        self.gap_minutes = positive("gap_minutes", gap_minutes)
         super().__init__()
 
     def update(self, turn: SegTurn) -> float:
@@ -113,9 +109,7 @@ class IdleClose(_SinceLastTurn):
     name = "idle"
 
     def __init__(self, idle_minutes: float = DEFAULTS.idle_minutes) -> None:
-        if not idle_minutes > 0:
-            raise ValueError("idle_minutes must be > 0")
-        self.idle_minutes = idle_minutes
+        self.idle_minutes = positive("idle_minutes", idle_minutes)
         super().__init__()
 
     def update(self, turn: SegTurn) -> float:
