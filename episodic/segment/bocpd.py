@@ -32,6 +32,7 @@ from episodic.segment.base import (
     positive,
 )
 from episodic.segment.config import DEFAULTS
+from episodic.segment.runlength import RunLengths
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -54,7 +55,7 @@ def projection(dim: int, k: int, seed: int) -> np.ndarray:
     return out
 
 
-class BocpdKernel:
+class BocpdKernel(RunLengths):
     """The run-length posterior recursion; feed it projected observations with `step`."""
 
     def __init__(
@@ -69,8 +70,7 @@ class BocpdKernel:
             raise ValueError("dims must be >= 1")
         if max_run_length < 2:
             raise ValueError("max_run_length must be >= 2")
-        if not hazard_lambda > 1.0:
-            raise ValueError("hazard_lambda must be > 1")
+        self._hazard(hazard_lambda)
         if not (obs_var > 0 and prior_var > 0):
             raise ValueError("obs_var and prior_var must be > 0")
         self.dims = dims
@@ -78,9 +78,6 @@ class BocpdKernel:
         self.hazard_lambda = hazard_lambda
         self.obs_var = obs_var
         self.prior_var = prior_var
-        h = 1.0 / hazard_lambda
-        self._log_h = math.log(h)
-        self._log_1mh = math.log1p(-h)
         r = np.arange(1, max_run_length + 1, dtype=np.float64)
         post_prec = 1.0 / prior_var + r / obs_var
         self._coef = (1.0 / obs_var) / post_prec  # posterior mean = coef_r * sum_r
@@ -93,23 +90,13 @@ class BocpdKernel:
         self._reset()
 
     def _reset(self) -> None:
-        self._k = 0  # number of live hypotheses
+        self._k = 0
         self._log_post = np.zeros(self.max_run_length)
         self._sums = np.zeros((self.max_run_length, self.dims))
 
-    @property
-    def n_hypotheses(self) -> int:
-        return self._k
-
-    @property
-    def posterior(self) -> np.ndarray:
-        """P(run length = i + 1 | data so far), for the live hypotheses."""
-        out: np.ndarray = np.exp(self._log_post[: self._k])
-        return out
-
     def step(self, y: np.ndarray) -> tuple[float, float]:
         """Absorb one observation; return (P(a new run starts here), log p(y | past))."""
-        k, cap = self._k, self.max_run_length
+        k = self._k
         lp0 = self._const0 + self._ipv0 * float(y @ y)
         if k == 0:
             self._k = 1
@@ -121,23 +108,10 @@ class BocpdKernel:
         diff -= y
         q = np.einsum("ij,ij->i", diff, diff)
         grow = self._log_post[:k] + self._const[:k] + q * self._ipv[:k] + self._log_1mh
-        n = min(k + 1, cap)
-        new = self._log_post[:n]  # overwritten in place; the old values are in `grow`
-        if k < cap:
-            new[1:] = grow
-            self._sums[1:n] = sums[: n - 1] + y
-        else:
-            new[1:] = grow[: cap - 1]
-            new[-1] = np.logaddexp(grow[-2], grow[-1])
-            self._sums[1:] = sums[:-1] + y
-        # the old posterior is normalised, so the change-point message is H * p0(y)
-        new[0] = lp0 + self._log_h
+        n = min(k + 1, self.max_run_length)
+        self._sums[1:n] = sums[: n - 1] + y  # at the cap the oldest slot's sum drops out
         self._sums[0] = y
-        top = float(new.max())
-        evidence = top + math.log(float(np.exp(new - top).sum()))
-        new -= evidence
-        self._k = n
-        return math.exp(float(new[0])), evidence
+        return self._advance(grow, lp0)
 
     def state(self) -> dict[str, Any]:
         return {

@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from episodic.segment.runlength import RunLengths
+
 
 def _lgamma(a: np.ndarray) -> np.ndarray:
     return np.array([math.lgamma(float(v)) for v in np.ravel(a)]).reshape(np.shape(a))
 
 
-class NigBocpd:
+class NigBocpd(RunLengths):
     """Feed whitened observations with `step`; read `cp` (P(a new run starts here)),
     `log_evidence` (log p(y | past)), `lp0` (log p(y | new run)) and
     `expected_run` (E[run length] before the observation)."""
@@ -38,14 +40,11 @@ class NigBocpd:
     ) -> None:
         if dims < 1 or max_run < 2:
             raise ValueError("dims must be >= 1 and max_run >= 2")
-        if not hazard_lambda > 1.0:
-            raise ValueError("hazard_lambda must be > 1")
+        self._hazard(hazard_lambda)
         if not (kappa0 > 0 and alpha0 > 0 and beta0 > 0):
             raise ValueError("kappa0, alpha0 and beta0 must be > 0")
         self.dims, self.max_run, self.hazard_lambda = dims, max_run, hazard_lambda
         self.kappa0, self.alpha0, self.beta0 = kappa0, alpha0, beta0
-        h = 1.0 / hazard_lambda
-        self._log_h, self._log_1mh = math.log(h), math.log1p(-h)
         n = np.arange(1.0, max_run + 1.0)
         k = kappa0 + n
         a = alpha0 + n / 2.0
@@ -71,7 +70,7 @@ class NigBocpd:
 
     def _reset(self) -> None:
         self._k = 0
-        self._lp = np.zeros(self.max_run)
+        self._log_post = np.zeros(self.max_run)
         self._mu = np.zeros((self.max_run, self.dims))
         self._beta = np.full((self.max_run, self.dims), self.beta0)
         self._L = np.zeros(self.max_run)
@@ -79,15 +78,6 @@ class NigBocpd:
         self.log_evidence = 0.0
         self.lp0 = 0.0
         self.expected_run = 0.0  # E[run length] before the last observation
-
-    @property
-    def n_hypotheses(self) -> int:
-        return self._k
-
-    @property
-    def posterior(self) -> np.ndarray:
-        out: np.ndarray = np.exp(self._lp[: self._k])
-        return out
 
     def _open(self, y: np.ndarray, u: np.ndarray, t0: float) -> None:
         """Slot 0: a run that holds y alone (`u` = sc0 * y^2, `t0` = sum log1p(u))."""
@@ -97,14 +87,14 @@ class NigBocpd:
 
     def step(self, y: np.ndarray) -> float:
         """Absorb one observation; return P(a new run starts with it)."""
-        k, cap = self._k, self.max_run
+        k = self._k
         u = self._sc0 * (y * y)
         t0 = float(np.log1p(u).sum())
         lp0 = self._c0 - self._ap0 * t0
         self.lp0 = lp0
         if k == 0:
             self._k = 1
-            self._lp[0] = 0.0
+            self._log_post[0] = 0.0
             self._open(y, u, t0)
             self.cp, self.log_evidence, self.expected_run = 1.0, lp0, 0.0
             return 1.0
@@ -116,38 +106,26 @@ class NigBocpd:
         Ln = np.log(bn).sum(1)
         # Student-t predictive: c - L / 2 - (a + 1/2) (L' - L)
         lp = self._c[:k] + self._apm[:k] * L - self._ap[:k] * Ln
-        lpk = self._lp[:k]
+        lpk = self._log_post[:k]
         self.expected_run = float(np.exp(lpk) @ self._runs[:k])
         grow = lpk + lp
         grow += self._log_1mh
-        n = k + 1 if k < cap else cap
+        n = min(k + 1, self.max_run)
         d *= self._inv_k1[:k]
         d += mu  # each slot's mean after absorbing y
-        new = self._lp[:n]
         m = n - 1  # slots that move up by one (the last folds into the cap at the cap)
-        if k < cap:
-            new[1:] = grow
-        else:
-            new[1:] = grow[: cap - 1]
-            new[-1] = float(np.logaddexp(grow[-2], grow[-1]))
         self._mu[1:n] = d[:m]
         self._beta[1:n] = bn[:m]
         self._L[1:n] = Ln[:m]
-        new[0] = lp0 + self._log_h
         self._open(y, u, t0)
-        top = float(new.max())
-        ev = top + math.log(float(np.exp(new - top).sum()))
-        new -= ev
-        self._k = n
-        self.cp = math.exp(float(new[0]))
-        self.log_evidence = ev
+        self.cp, self.log_evidence = self._advance(grow, lp0)
         return self.cp
 
     def state(self) -> dict[str, Any]:
         k = self._k
         return {
             "k": k,
-            "lp": self._lp[:k].tolist(),
+            "lp": self._log_post[:k].tolist(),
             "mu": self._mu[:k].tolist(),
             "beta": self._beta[:k].tolist(),
             "cp": self.cp,
@@ -166,7 +144,7 @@ class NigBocpd:
             lp = np.asarray(st["lp"], dtype=np.float64).reshape(k)
             if not np.isfinite(lp).all():
                 raise ValueError("non-finite run-length posterior")
-            self._lp[:k] = lp
+            self._log_post[:k] = lp
             if "mu" in st:
                 mu = np.asarray(st["mu"], dtype=np.float64).reshape(k, self.dims)
                 beta = np.asarray(st["beta"], dtype=np.float64).reshape(k, self.dims)
