@@ -26,13 +26,12 @@ from episodic.facts.offline_extract import offline_extract
 from episodic.facts.schema import ExtractedFact
 from episodic.facts.types import FactTurn, NewFact
 from episodic.llm.base import LLMProvider
-from episodic.llm.fallback import OFFLINE, OFFLINE_FALLBACK, structured_or_offline
+from episodic.llm.fallback import structured_or_offline
 from episodic.models import Turn
-from episodic.prompts import one_line
 from episodic.prompts.digest import digest_messages, estimate_tokens
 from episodic.prompts.salience import DEFAULT_MAX_TOKENS, Domain
 from episodic.salience import (
-    SUMMARY_CHARS,
+    EpisodeFeatures,
     EpisodeTurn,
     SalienceRating,
     SalienceResult,
@@ -79,7 +78,7 @@ class Prepared:
     turns: list[FactTurn]
     kinds: list[str]
     ended: datetime
-    features: Any
+    features: EpisodeFeatures
     summary: str
     context: dict[str, Any]
     tokens: int
@@ -124,18 +123,8 @@ def digest_of(
     facts: Sequence[ExtractedFact],
     facts_source: str,
 ) -> Digest:
-    """The digest from a rating and facts; the model's summary only when the model gave one."""
-    from_model = source not in (OFFLINE, OFFLINE_FALLBACK)
-    salience = SalienceResult(
-        score=int(rating.score),
-        rationale=rating.rationale,
-        summary=one_line(rating.summary, SUMMARY_CHARS)
-        if from_model and rating.summary
-        else p.summary,
-        source=source,
-        error=error,
-        features=p.features,
-    )
+    """The digest of a rating (from `source`) and facts (from `facts_source`)."""
+    salience = SalienceResult.of(rating, source, error, p.features, p.summary)
     return Digest(salience, facts_of(facts, p.turns, facts_source))
 
 

@@ -342,6 +342,29 @@ class SalienceResult:
     error: str | None
     features: EpisodeFeatures
 
+    @classmethod
+    def of(
+        cls,
+        rating: SalienceRating,
+        source: str,
+        error: str | None,
+        features: EpisodeFeatures,
+        offline_summary: str,
+    ) -> SalienceResult:
+        """A rating as the result: the model's summary only when a model answered
+        with one, else the offline summary."""
+        from_model = source not in (OFFLINE, OFFLINE_FALLBACK)
+        return cls(
+            score=int(rating.score),
+            rationale=rating.rationale,
+            summary=one_line(rating.summary, SUMMARY_CHARS)
+            if from_model and rating.summary
+            else offline_summary,
+            source=source,
+            error=error,
+            features=features,
+        )
+
 
 def score_episode(
     provider: LLMProvider,
@@ -372,16 +395,4 @@ def score_episode(
         SalienceRating,
         context={"features": features.as_dict(), "summary": extractive},
     )
-    rating = answer.value
-    from_model = answer.source not in (OFFLINE, OFFLINE_FALLBACK)
-    summary = (
-        one_line(rating.summary, SUMMARY_CHARS) if from_model and rating.summary else extractive
-    )
-    return SalienceResult(
-        score=int(rating.score),
-        rationale=rating.rationale,
-        summary=summary,
-        source=answer.source,
-        error=answer.error,
-        features=features,
-    )
+    return SalienceResult.of(answer.value, answer.source, answer.error, features, extractive)
