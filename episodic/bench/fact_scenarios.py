@@ -126,12 +126,13 @@ def run_by_written(
     provider: LLMProvider | None = None, cases: list[Case] | None = None
 ) -> dict[str, Any]:
     """The suite per `written` group: cases written before the rule that
-    handles them, after it (the rules were tuned on them), held out."""
-    from episodic.bench.fact_cases import CASES, HELD_OUT
+    handles them, after it (the rules were tuned on them), held out (two
+    batches)."""
+    from episodic.bench.fact_cases import CASES, HELD_OUT, WRITTEN
 
     pool = cases if cases is not None else CASES + HELD_OUT
     out: dict[str, Any] = {}
-    for group in ("before", "after", "held-out"):
+    for group in WRITTEN:
         chosen = [c for c in pool if c.written == group]
         if chosen:
             res = run_suite(provider, chosen)

@@ -11,7 +11,7 @@ they can still meet:
   it ends that row too ("moved to Berlin" then "no longer lives in Paris"
   is a NOOP, Berlin stays);
 - an ADD that ends, changes or repeats the row of an earlier new fact of the
-  episode (`is_negation_of`, same slot) becomes a DELETE, UPDATE or NOOP of
+  episode (`is_negation_of`, `names_replaced`, same slot) becomes a DELETE, UPDATE or NOOP of
   that row (`Decision.target_index`);
 - a NOOP that repeats an earlier new fact points at the row that fact
   created or at the stored fact it matched;
@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from episodic.facts.negation import is_negation_of
+from episodic.facts.replacement import names_replaced
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import Decision, Event
 
@@ -136,6 +137,8 @@ class _Episode:
             text = self._texts[row]
             if is_negation_of(d.new_fact.text, text):
                 return self.aim(d, row, "DELETE", "ends a fact of the same episode")
+            if names_replaced(d.new_fact.text, text):
+                return self.aim(d, row, "UPDATE", "replaces a fact of the same episode")
             old_slot = parse_slot(text)
             if new_slot is not None and old_slot is not None and old_slot.slot == new_slot.slot:
                 if old_slot.value == new_slot.value:

@@ -19,7 +19,8 @@ Mem0's merge lost memories in four ways; each has a guard here:
 
 A new fact none of whose candidates it could conflict with or repeat is an
 ADD by rule too, with no call (`_related`): no candidate it ends
-(`is_negation_of`), none filling the same slot, none closer than
+(`is_negation_of`), none it says it replaces (`replacement`), none filling
+the same slot, none closer than
 `ASK_SIMILARITY` in cosine. The candidates are only the nearest stored facts,
 always some once a user has facts; asking about unrelated ones was most of
 the merge calls, and the offline merge answers ADD for exactly these sets.
@@ -42,6 +43,7 @@ from episodic.facts.consistency import RULE, within_episode
 from episodic.facts.negation import is_negation_of
 from episodic.facts.normalize import cosine, normalize
 from episodic.facts.offline_merge import DEFAULT_DUP_THRESHOLD, merge_one
+from episodic.facts.replacement import changes_preference, names_replaced
 from episodic.facts.schema import MergeDecisions, MergeItem
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import CandidateSet, Decision, ExistingFact
@@ -115,6 +117,8 @@ def _by_rule(sets: list[CandidateSet], i: int, threshold: float) -> Decision | N
 def _related(cs: CandidateSet, fact: ExistingFact, threshold: float) -> bool:
     """Could the new fact end, change or repeat this stored fact?"""
     if is_negation_of(cs.new.text, fact.text):
+        return True
+    if names_replaced(cs.new.text, fact.text) or changes_preference(cs.new.text, fact.text):
         return True
     new_slot, old_slot = parse_slot(cs.new.text), parse_slot(fact.text)
     if new_slot is not None and old_slot is not None and new_slot.slot == old_slot.slot:

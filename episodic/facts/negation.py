@@ -5,9 +5,8 @@ what it ends is what `old` states. Markers (on the casefolded text):
 
 - "no longer X", "not X anymore", "don't / doesn't X anymore", "no more X",
   "does not X", "used to X"
-- "stopped X", "quit X", "gave up X", "left X", "retired from X",
-  "moved out of X", "cancelled X", "dropped X"
-- "sold X", "gave away X", "got rid of X"
+- the ending verbs of `endings` ("stopped X", "quit X", "cancelled X",
+  "sold X", "left X", "moved out of X", "broke up with X", "divorced X" ...)
 - "X died", "X passed away", "X is dead", "X was put down"
 - "forget that X" (an explicit request to drop a fact)
 
@@ -23,24 +22,30 @@ from __future__ import annotations
 
 import re
 
+from episodic.facts.endings import ENDING_VERBS, ENDING_WORDS
 from episodic.facts.normalize import stem, words
+from episodic.facts.when import WEEKDAYS
 
 _MARKERS = re.compile(
     r"n't\b.*\banymore\b|\b(?:no longer|used to|does not|doesn't|"
     r"not\b.*\banymore|not any ?more|no more|"
-    r"stopped|quit|gave up(?: on)?|left|retired from|moved out of|cancell?ed|dropped|"
-    r"sold|gave away|got rid of|died|passed away|is dead|was put down|forget that)\b"
+    rf"{ENDING_VERBS}|died|passed away|is dead|was put down|forget that)\b"
 )
-_STOP = frozenset(
-    """
+_STOP = (
+    frozenset(
+        """
     user user's users team team's i i'm me my mine we we're our us they their them
     he his him she her it its the a an this that these those is am are was were be been
     in at of to for on with from by and or but so as about into out
     last week weeks month months year years day days ago yesterday today recently just
     now already anymore any more longer no not don't doesn't didn't never
     stopped quit gave give up left retired moved sold away got rid died passed dead
-    put down cancelled canceled dropped forget does used
+    put down cancelled canceled dropped forget does used asked wants
+    morning afternoon evening night weekend tonight tomorrow
     """.split()
+        + WEEKDAYS.split("|")
+    )
+    | ENDING_WORDS
 )
 _VERBS = frozenset(
     stem(w)
@@ -53,7 +58,8 @@ _VERBS = frozenset(
 )
 
 
-def _is_negation(text: str) -> bool:
+def is_ending(text: str) -> bool:
+    """True when `text` carries an ending marker ("no longer ...", "sold ...")."""
     return _MARKERS.search(text.casefold().replace("\u2019", "'")) is not None
 
 
@@ -65,7 +71,7 @@ def _content(text: str) -> tuple[set[str], set[str]]:
 
 def is_negation_of(new_text: str, old_text: str) -> bool:
     """True when `new_text` explicitly ends or negates what `old_text` states."""
-    if not _is_negation(new_text) or _is_negation(old_text):
+    if not is_ending(new_text) or is_ending(old_text):
         return False
     new_objects, new_verbs = _content(new_text)
     old_objects, old_verbs = _content(old_text)

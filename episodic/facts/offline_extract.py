@@ -7,19 +7,25 @@ skipped. Each turn is cut into clauses:
 
 1. sentences, at . ! ? ; and newlines;
 2. a preface ending in a colon ("Quick intro:", "Reminder for you:",
-   "Correction:") and lead-ins ("so", "btw", "actually", "hi") are dropped;
+   "Correction:") and lead-ins ("so", "btw", "actually", "sad news",
+   "last week") are dropped;
 3. a sentence is split before "and / but / so" + a subject ("..., and I ..."),
    and before "and" + a bare verb, which inherits the subject ("I live in
-   Paris and work as a data engineer" -> two clauses);
+   Paris and work as a data engineer" -> two clauses); a compound subject
+   stays whole ("Lena and I broke up");
 4. a question ("?" or a question word first) or a hypothetical ("if ...")
    gives nothing;
 5. a clause opening with "he" / "she" / "it" is read as being about the one
    relative or pet the same turn named before ("My sister Ana lives in Rome.
    She is a nurse."); with none or several named, it gives nothing.
 
-Each clause then goes through the rule table of `offline_rules` (first match
-decides; one clause may give two facts: "I'm a nurse at St Mary's" gives the
-occupation and the employer). Facts are cut at 200 characters. Within one
+A clause that corrects the last fact of the episode ("Sorry, actually it's
+Klara", see `correction`) replaces that fact instead. Any other clause goes
+through the rule table of `offline_rules` (first match decides; one clause
+may give two facts: "I'm a nurse at St Mary's" gives the occupation and the
+employer). A fact stating a state drops a trailing relative date (`when`:
+"started at X this Monday" gives "works at X"). Facts are cut at 200
+characters. Within one
 episode, facts that fill the same slot with the same value are one fact
 (the later wording kept, both turns cited): "I moved to Berlin last month, so
 I live in Berlin now" gives "User lives in Berlin".
@@ -30,9 +36,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from episodic.facts.correction import apply_correction, corrected_value
 from episodic.facts.offline_rules import RELATIONS, RULES
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import FactTurn
+from episodic.facts.when import RELATIVE_DATE, without_trailing_date
 
 MAX_FACT_CHARS = 200
 
@@ -43,7 +51,8 @@ _SENTENCES = re.compile(
     r"(?<=[.!?;])\s+|\n+"
 )
 _CLAUSES = re.compile(
-    r",?\s+(?=(?:and|but|so|plus) (?:i|i'm|i've|i'd|we|we're|my|our)\b)"
+    r",?\s+(?=(?:and|but|so|plus) (?:(?:now|then|since then|these days|nowadays) )?"
+    r"(?:i|i'm|i've|i'd|we|we're|my|our)\b)"
     r"|,\s+(?=(?:(?:these days|nowadays|now|today|but now|since then),? )?"
     r"(?:i|i'm|i've|we|we're|my|our)\s)",
     re.I,
@@ -57,10 +66,11 @@ _PREFACE = re.compile(r"^(?:[A-Za-z][\w'’ -]{0,40}):\s+(?=\S)")
 _LEAD_IN = re.compile(
     r"^(?:(?:so|well|also|actually|btw|by the way|oh|and|but|anyway|fyi|hey|hi|hello|ok|okay|"
     r"yeah|yes|no|nope|sure|right|true|honestly|just so you know|for context|for the record|"
-    r"quick note|quick update|update|heads up|big news|news|correction|sorry|oops|"
+    r"quick note|quick update|update|heads up|(?:\w+ )?news|correction|sorry|oops|"
+    r"sadly|unfortunately|fortunately|luckily|guess what|now|then|"
     r"to be clear|to clarify|as i said|as mentioned|basically|plus|(?:last|next|this) "
     r"(?:week|month|year|weekend)|recently|lately|these days|nowadays|today|yesterday|"
-    r"tomorrow)[,:!]?\s+)+",
+    rf"tomorrow|{RELATIVE_DATE})[,:!]?\s+)+",
     re.I,
 )
 _QUESTION = re.compile(
@@ -74,6 +84,8 @@ _QUOTES = re.compile(r"\"[^\"]*\"|“[^”]*”")
 _ANTECEDENT = re.compile(
     rf"\b(?:[Mm]y|[Oo]ur) (?P<a>(?:{RELATIONS})(?: (?:named|called) [A-Z][\w-]+| [A-Z][\w-]+)?)\b"
 )
+# the first half of a compound subject ("Lena and I ...", "my wife and I ...")
+_CO_SUBJECT = re.compile(rf"^(?:[A-Z][\w-]+|(?:[Mm]y|[Oo]ur) (?:{RELATIONS})(?: [A-Z][\w-]+)?)$")
 _PRONOUN_START = re.compile(r"^(?P<p>he|she|it)(?P<be>'s)?\b", re.I)
 _HAVE_NAMED = re.compile(
     rf"\b(?:have|got|adopted|own) (?:an? )(?P<a>(?:{RELATIONS})) (?:named|called) "
@@ -81,9 +93,24 @@ _HAVE_NAMED = re.compile(
 )
 
 
+def _parts(sentence: str) -> list[str]:
+    """The sentence cut before "and / but / so" + subject, compound subjects kept whole."""
+    parts: list[str] = []
+    for part in _CLAUSES.split(sentence):
+        if (
+            parts
+            and _CO_SUBJECT.match(parts[-1].strip())
+            and re.match(r"and (?:i|me)\b", part, re.I)
+        ):
+            parts[-1] = f"{parts[-1]} {part}"
+        else:
+            parts.append(part)
+    return parts
+
+
 def _clauses(sentence: str) -> list[str]:
     out: list[str] = []
-    for part in _CLAUSES.split(sentence):
+    for part in _parts(sentence):
         pieces = _BARE_VERB.split(part)
         subject = ""
         for k, piece in enumerate(pieces):
@@ -126,7 +153,8 @@ def extract_facts_of(sentence: str) -> list[str]:
     for pattern, build in RULES:
         m = pattern.match(s)
         if m:
-            return [f[:MAX_FACT_CHARS].rstrip() for f in build(m) if f]
+            facts = (without_trailing_date(f) for f in build(m) if f)
+            return [f[:MAX_FACT_CHARS].rstrip() for f in facts if f]
     return []
 
 
@@ -152,8 +180,10 @@ def _resolve(clause: str, antecedents: list[str]) -> str | None:
     return f"my {antecedents[0]} {verb}{rest}"
 
 
-def _turn_facts(text: str) -> list[str]:
-    facts: list[str] = []
+def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str | None]]:
+    """(fact, the earlier fact it corrects or None) for each fact of one turn;
+    `earlier` are the facts the episode stated before it, in order."""
+    facts: list[tuple[str, str | None]] = []
     antecedents: list[str] = []
     for line in text.splitlines():
         if _QUOTED_LINE.match(line):
@@ -161,10 +191,15 @@ def _turn_facts(text: str) -> list[str]:
         line = _QUOTES.sub(" ", line)
         for sentence in _SENTENCES.split(line):
             for clause in _clauses(sentence):
+                stated = [*earlier, *(f for f, _ in facts)]
+                fixed = _correction(clause, stated[-1]) if stated else None
+                if fixed is not None:
+                    facts.append((fixed, stated[-1]))
+                    continue
                 resolved = _resolve(clause, antecedents)
                 if resolved is None:
                     continue
-                facts.extend(extract_facts_of(resolved))
+                facts.extend((f, None) for f in extract_facts_of(resolved))
                 for m in _HAVE_NAMED.finditer(resolved):
                     antecedents.append(f"{m['a']} {m['n']}")
                 for m in _ANTECEDENT.finditer(resolved):
@@ -172,18 +207,26 @@ def _turn_facts(text: str) -> list[str]:
     return facts
 
 
+def _correction(clause: str, last: str) -> str | None:
+    """`last` with the value `clause` corrects it to ("actually it's Klara"), or None."""
+    said = corrected_value(clause)
+    return None if said is None else apply_correction(last, *said)
+
+
 def offline_extract(turns: Sequence[FactTurn]) -> list[tuple[str, list[int]]]:
     """(fact text, [1-based index of its turn]) for every rule match, in order.
 
     The same text from several turns is one fact supported by all of them;
-    two facts with the same slot and value are one fact, the later wording kept.
+    two facts with the same slot and value are one fact, the later wording kept;
+    a corrected fact is replaced by its correction, supported by both turns.
     """
     found: dict[str, list[int]] = {}
     for index, turn in enumerate(turns, start=1):
         if turn.role != "user":
             continue
-        for fact in _turn_facts(turn.text):
-            support = found.setdefault(fact, [])
+        for fact, corrects in _turn_facts(turn.text, list(found)):
+            slip = found.pop(corrects, []) if corrects is not None else []
+            support = found.setdefault(fact, slip)
             if index not in support:
                 support.append(index)
     return _merge_same_slot(list(found.items()))

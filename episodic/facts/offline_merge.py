@@ -5,6 +5,8 @@ them, and the first rule that fires decides:
 
 1. equal after `normalize`                          -> NOOP of that candidate
 2. the new fact negates or ends it (`is_negation_of`) -> DELETE of it
+   the new fact says it replaces it ("X instead of
+   Y", "now prefers X"; `replaced_candidate`)        -> UPDATE of it
 3. same slot (`slot_of`), different value, the new
    value exclusive (not "uses Rust" beside Python)   -> UPDATE of it (new text)
 4. same slot, same value                            -> NOOP of it
@@ -29,6 +31,7 @@ import numpy as np
 
 from episodic.facts.negation import is_negation_of
 from episodic.facts.normalize import cosine, normalize
+from episodic.facts.replacement import replaced_candidate
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import Event
 
@@ -56,6 +59,9 @@ def merge_one(
     for cid, text, _ in candidates:
         if is_negation_of(new_text, text):
             return "DELETE", cid
+    replaced = replaced_candidate(new_text, [text for _, text, _ in candidates])
+    if replaced is not None:
+        return "UPDATE", candidates[replaced][0]
     if new_slot is not None:
         for cid, text, _ in candidates:
             old_slot = parse_slot(text)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from episodic.facts.chatter import is_conversation_act, is_passing_state
+from episodic.facts.endings import GIVE_UP, LEAVE, PART, PART_TOGETHER
 from episodic.facts.slots import tool_name
 
 Build = Callable[[re.Match[str]], list[str]]
@@ -159,7 +161,7 @@ def _put_down(m: re.Match[str]) -> list[str]:
 
 def _possessive(m: re.Match[str]) -> list[str]:
     x = obj(m["x"])
-    if x is None:
+    if x is None or is_passing_state(x):
         return []
     mine = m["p"].casefold() == "my" or _RELATION_RE.match(m["a"])
     owner = "User's" if mine else "Team's"
@@ -168,9 +170,46 @@ def _possessive(m: re.Match[str]) -> list[str]:
 
 def _relative_does(m: re.Match[str]) -> list[str]:
     x = obj(m["x"])
-    if x is None:
+    if x is None or is_passing_state(re.sub(r"^(?:is|was|are)\s+", "", x)):
         return []
     return [f"User's {m['a']} {x}"]
+
+
+def _intends(template: str) -> Build:
+    """A plan or intention, unless it is the next step of this chat ("I'll paste it")."""
+
+    def build(m: re.Match[str]) -> list[str]:
+        x = obj(m["x"])
+        return [] if x is None or is_conversation_act(x) else [template.format(x=x)]
+
+    return build
+
+
+def _ended(m: re.Match[str]) -> list[str]:
+    x = obj(m["x"])
+    return [] if x is None else [f"{_subject(m['s'])} {m['v'].lower()} {x}"]
+
+
+def _parted(m: re.Match[str]) -> list[str]:
+    """ "Lena and I broke up", "my girlfriend and I split up": the user parted from X."""
+    x = shift(m["x"])
+    verb = m["v"].lower().removeprefix("got ")
+    return [f"User divorced {x}" if verb == "divorced" else f"User {verb} with {x}"]
+
+
+def _switched(m: re.Match[str]) -> list[str]:
+    x = obj(m["x"])
+    if x is None:
+        return []
+    # a known tool names its kind, so the old one is found by slot; an
+    # unknown one keeps what it replaced, so the merge can find that
+    old = shift(m["y"]) if m["y"] and not tool_name(x) else ""
+    return [f"{_subject(m['s'])} switched {'from ' + old + ' ' if old else ''}to {x}"]
+
+
+def _replaced(m: re.Match[str]) -> list[str]:
+    x, old = obj(m["x"]), shift(m["y"])
+    return [f"{_subject(m['s'])} replaced {old} with {x}"] if x and old else []
 
 
 def _not(m: re.Match[str]) -> list[str]:
@@ -184,6 +223,7 @@ _I = r"i(?:'m| am)"
 _IV = r"i(?:'ve| have)?"
 _ADV = r"(?:(?:currently|now|still|also|mostly|mainly|actually|really|just|recently|finally) )*"
 _S = r"(?P<s>i|we|our team|the team)"
+_HAVE = r"(?: have|'ve)?(?: (?:just|recently|finally|already|now))*"
 
 
 _TABLE: tuple[tuple[str, Build], ...] = (
@@ -205,6 +245,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         _fmt("User no longer lives in {x}"),
     ),
     (rf"^{_I} (?:not|no longer) (?:a (?:big )?fan of|into) (?P<x>.+)", _dislike),
+    (rf"^{_I} no longer (?P<x>.+)", _fmt("User is no longer {x}")),
+    (rf"^{_I} not (?P<x>.+?),? any ?more\b", _fmt("User is no longer {x}")),
     (r"^i (?:don't|do not|can't|cannot) (?:really )?(?:like|stand|bear) (?P<x>.+)", _dislike),
     (r"^(?P<s>i|we) (?:don't|do not) (?P<x>(?:live|work|use|own|have|eat|drink|smoke) .+)", _not),
     (
@@ -215,11 +257,19 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"^i never (?P<x>.+)",
         lambda m: [f"User never {_verb_phrase(obj(m['x']) or '')}"] if obj(m["x"]) else [],
     ),
+    # what ended: given up, left, parted from (`endings`)
+    (rf"^(?P<s>i|we){_HAVE} (?P<v>{GIVE_UP}|{LEAVE}|{PART}) (?P<x>.+)", _ended),
+    (rf"^(?P<s>i|we){_HAVE} (?P<v>left) (?P<x>(?-i:[A-Z]).+)", _ended),
     (
-        r"^(?P<s>i|we) (?:have |'ve |just )*(?P<v>stopped|quit|gave up|dropped) (?P<x>.+)",
-        lambda m: [f"{_subject(m['s'])} {m['v'].lower()} {x}"] if (x := obj(m["x"])) else [],
+        rf"^(?P<x>(?-i:[A-Z])[\w-]+|my (?:{RELATIONS})) and (?:i|me)(?: have| had)?"
+        rf"(?: (?:just|finally|recently))* (?P<v>{PART_TOGETHER})\b",
+        _parted,
     ),
-    (r"^i (?:just |recently )?(?:left|resigned from) (?P<x>(?-i:[A-Z]).+)", _fmt("User left {x}")),
+    # an explicit request to drop a fact
+    (
+        r"^(?:please )?(?:forget|disregard|ignore|delete|remove) (?:that|the fact that) (?P<x>.+)",
+        _fmt("User asked to forget that {x}"),
+    ),
     (
         r"^i (?:got|was) (?:laid off|fired) (?:from|by|at) (?P<x>.+)",
         _fmt("User no longer works at {x}"),
@@ -228,10 +278,10 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (rf"^{_I} (?:thinking (?:about|of)|considering) (?P<x>.+)", _fmt("User is considering {x}")),
     (
         rf"^(?:{_I} (?:planning|going|about|hoping) to|i (?:plan|intend|hope) to) (?P<x>.+)",
-        _fmt("User is planning to {x}"),
+        _intends("User is planning to {x}"),
     ),
     (rf"^{_I} (?:moving|relocating) to (?P<x>.+)", _fmt("User is planning to move to {x}")),
-    (r"^i(?:'ll| will) (?:probably |soon )?(?P<x>.+)", _fmt("User will {x}")),
+    (r"^i(?:'ll| will) (?:probably |soon )?(?P<x>.+)", _intends("User will {x}")),
     # residence
     (
         rf"^(?:{_IV} {_ADV}(?:been )?(?:live|living|reside|residing|stay|staying)|"
@@ -246,14 +296,16 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (r"^(?:i|we) (?:now )?call (?P<x>.+?) home\b", _fmt("User lives in {x}")),
     (r"^home is (?:now )?(?P<x>(?-i:[A-Z]).+)", _fmt("User lives in {x}")),
     (
-        r"^(?P<s>i|we) (?:just |recently |finally |have |'ve |had )*(?:moved|relocated)"
+        r"^(?P<s>i|we)(?:'ve|'d)? (?:just |recently |finally |have |had )*(?:moved|relocated)"
         r"(?: (?:house|back|over))?(?: from .+?)? to (?P<x>.+)",
         _moved,
     ),
     (
-        rf"^{_S} (?:have |'ve )?(?:switched|migrated|moved) (?:over )?(?:from .+? )?to (?P<x>.+)",
-        lambda m: [f"{_subject(m['s'])} switched to {x}"] if (x := obj(m["x"])) else [],
+        rf"^{_S}{_HAVE} (?:switched|migrated|moved|changed) (?:over )?(?:from (?P<y>.+?) )?"
+        r"(?:to|over to) (?P<x>.+)",
+        _switched,
     ),
+    (rf"^{_S}{_HAVE} (?:replaced|swapped) (?P<y>.+?) (?:with|for) (?P<x>.+)", _replaced),
     (r"^i grew up in (?P<x>.+)", _fmt("User grew up in {x}")),
     (rf"^{_I} (?:originally )?from (?P<x>.+)", _fmt("User is from {x}")),
     # names, ages, family, pets
@@ -334,7 +386,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (r"^i(?:'d| would) (?:much )?rather (?P<x>.+)", _fmt("User prefers to {x}")),
     (
         r"^i (?P<adv>(?:(?:always|usually|generally|really|strongly|definitely|mostly|"
-        r"totally|absolutely) )*)(?P<v>like|love|prefer|enjoy|hate|dislike|want|need|adore|"
+        r"totally|absolutely|now) )*)(?P<v>like|love|prefer|enjoy|hate|dislike|want|need|adore|"
         r"favou?r) (?P<x>.+)",
         _opinion,
     ),

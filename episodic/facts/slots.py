@@ -20,6 +20,7 @@ name           (possessive) name is X; is called X       X
 origin         is from X                                 X
 age            is N (years old)                          N
 opinion:X      likes / loves / enjoys / prefers / wants  "+" or "-"
+               (prefers a known tool: its CATEGORY)
                / hates / dislikes X (adverbs dropped)
 tool-for:P     uses / switched to / migrated to X        X
                for P (X not a known tool)
@@ -207,6 +208,10 @@ def parse_slot(text: str) -> SlotValue | None:
     if m:
         return _tool_slot(subject, m["verb"], m["v"])
     m = _OPINION.match(rest)
+    if m and m["p"].startswith("prefer") and tool_name(m["v"]):
+        # preferring a known tool is choosing it for its kind: "prefers vim"
+        # and "switched to VS Code" fill one slot, the editor
+        return _tool_slot(subject, "prefers", m["v"])
     if m:
         polarity = "-" if re.match(r"hate|dislike|can", m["p"]) else "+"
         return sv(f"opinion:{_trim(m['v'])}", polarity)

@@ -18,8 +18,8 @@ def test_suite_has_enough_cases_over_every_topic() -> None:
 
 
 def test_offline_suite_meets_targets() -> None:
-    # the cases the rules were tuned on, and the held-out set (issue 16 targets)
-    report = run_suite(cases=[c for c in CASES + HELD_OUT if c.written != "before"])
+    # the cases the rules were tuned on, and the first held-out set (issue 16 targets)
+    report = run_suite(cases=[c for c in CASES + HELD_OUT if c.written in ("after", "held-out")])
     detail = json.dumps(report["failures"], indent=1)
     assert report["recall"] >= 0.90, detail
     assert report["wrong_supersessions"] == 0, detail

@@ -1,0 +1,41 @@
+"""Clauses that look like facts but are about the conversation or the moment.
+
+- a conversation act: what the user is about to do in this chat ("I will
+  paste it below", "I'll send you the file", "I'm going to check that") is
+  not something to remember about them;
+- a passing state: how someone feels or where they are right now ("my
+  manager is thrilled about the launch", "my sister is busy today") is not a
+  lasting fact about them.
+"""
+
+from __future__ import annotations
+
+import re
+
+# the object of "will ..." / "planning to ...", once in the third person
+_CONVERSATION_ACT = re.compile(
+    r"^(?:(?:just|quickly|also|then|first) )*(?:paste|send|share|upload|attach|forward|post|"
+    r"copy|check|look|try|test|reply|answer|explain|show|give|write|ask|tell|"
+    r"get back|let (?:you|them) know|think about|see|be right back|brb|do (?:it|that|this))\b"
+    r"|^\w+(?: \w+)? (?:it|that|this|them|those|these)(?: \w+)?$",
+    re.I,
+)
+# what follows "is" / "are" when it only says how someone is right now
+_PASSING_STATE = re.compile(
+    r"^(?:(?:so|very|really|super|quite|pretty|a bit|a little|totally|absolutely|just|"
+    r"also|still) )*(?:thrilled|excited|happy|glad|pleased|delighted|sad|upset|angry|mad|"
+    r"annoyed|worried|nervous|anxious|stressed|tired|exhausted|busy|sick|ill|bored|proud|"
+    r"disappointed|frustrated|furious|curious|confused|surprised|impressed|relieved|"
+    r"okay|ok|fine|late|away|out|back|here|there|online|offline|on (?:vacation|holiday|leave))\b",
+    re.I,
+)
+
+
+def is_conversation_act(action: str) -> bool:
+    """True when `action` (what the user will do) is a step of this chat."""
+    return _CONVERSATION_ACT.match(action.strip()) is not None
+
+
+def is_passing_state(predicate: str) -> bool:
+    """True when `predicate` (what follows "is") is a mood or a whereabouts."""
+    return _PASSING_STATE.match(predicate.strip()) is not None

@@ -1,0 +1,66 @@
+"""A correction of the fact just stated: "Sorry, actually it's Klara with a K."
+
+The clause names no slot; it gives a new value for the last fact the user
+stated in the episode, whose value is its last name or number ("Clara" in
+"User's sister's name is Clara"). It counts as a correction only when it says so: a
+signal first ("sorry", "actually", "oops", "no", "wait") before "it's X" /
+"that's X", or a verb of correcting itself ("I meant X", "make that X").
+The new value must look like a value (a name or a number: "actually it's
+fine" corrects nothing; a date is no value: "no, it's Tuesday"), of the
+old value's kind (a number for a number), and "X, not Y" must name the old
+value as Y.
+"""
+
+from __future__ import annotations
+
+import re
+
+from episodic.facts.normalize import normalize
+from episodic.facts.when import RELATIVE_DATE
+
+_SIGNAL = re.compile(
+    r"^(?:(?:sorry|oops|whoops|no|nope|wait|actually|correction|my bad|my mistake|err|um|"
+    r"sorry about that|scratch that)[,:!.]?\s+)+",
+    re.I,
+)
+_SELF_CORRECTING = r"i meant|i mean|make that|that should be|it should be|should be"
+_RESTATE = re.compile(
+    rf"^(?:(?P<own>{_SELF_CORRECTING})|it's|it is|its|that's|that is) (?P<x>.+?)"
+    r"(?:,? not (?P<y>[^,]+?))?$",
+    re.I,
+)
+# a fact's value as the extractor writes it: a name (its words capitalised) or a number
+_NAMED = re.compile(r"\b(?:[A-Z][\w'-]*(?:\.?\s+[A-Z][\w'-]*)*|\d+)\b")
+# "no, it's Tuesday" answers a question about time; it corrects no value
+_DATE = re.compile(rf"^(?:{RELATIVE_DATE}|january|february|march|april|may|june|july|august|"
+                   r"september|october|november|december)$", re.I)  # fmt: skip
+# what trails the value ("Klara with a K", "Dallas, sorry")
+_VALUE_END = re.compile(r"\s+(?:with|since|because|but|and|as|please|thanks|sorry)\b.*$|,.*$", re.I)
+
+
+def corrected_value(clause: str) -> tuple[str, str | None] | None:
+    """(new value, old value it names or None) when `clause` corrects the last fact."""
+    s = clause.strip().replace("\u2019", "'").rstrip(" .!")
+    signal = _SIGNAL.match(s)
+    rest = s[signal.end() :] if signal else s
+    m = _RESTATE.match(rest)
+    if m is None or (signal is None and m["own"] is None):
+        return None
+    value = _VALUE_END.sub("", m["x"]).strip()
+    if not value or not (value[0].isupper() or value[0].isdigit()) or _DATE.match(value):
+        return None
+    return value, m["y"]
+
+
+def apply_correction(fact: str, value: str, named_old: str | None) -> str | None:
+    """`fact` with its value (its last name or number) replaced by `value`, or
+    None when it has none (or "not Y" names another one)."""
+    found = [m for m in _NAMED.finditer(fact) if m.start() > 0]
+    if not found:
+        return None
+    last = found[-1]
+    if normalize(last.group(0)) == normalize(value) or last[0].isdigit() != value[0].isdigit():
+        return None
+    if named_old is not None and normalize(named_old) != normalize(last.group(0)):
+        return None
+    return f"{fact[: last.start()]}{value}{fact[last.end() :]}"

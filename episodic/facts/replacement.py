@@ -1,0 +1,78 @@
+"""Does a new fact replace an active one it does not share a slot with?
+
+Two ways a user says "this instead of that":
+
+- naming the old value: "X instead of Y", "X rather than Y", "X in place of
+  Y", "prefers X over Y", "switched from Y to X", "replaced Y with X". The
+  new fact replaces a fact that states Y (its content words all in it);
+- marking a preference as a change without naming what it changes: "I now
+  prefer tea", "these days I prefer X", "I've switched to X". It replaces the one positive
+  preference ("prefers ...") of the same subject among the candidates, and
+  nothing when there are several: which one it changes is then a guess.
+
+Neither replaces a fact that is itself an ending ("no longer uses Y").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from episodic.facts.negation import is_ending
+from episodic.facts.normalize import stem, words
+from episodic.facts.slots import parse_slot
+
+_NAMED_OLD = re.compile(
+    r"\b(?:instead of|rather than|in place of) (?P<a>.+?)(?=$|[,;]| (?:now|these days|for|since)\b)"
+    r"|\bprefers? .+? over (?P<b>.+?)(?=$|[,;]| (?:now|these days|for|since)\b)"
+    r"|\b(?:switched|moved|migrated|changed) (?:over )?from (?P<c>.+?) to\b"
+    r"|\b(?:replaced|swapped) (?P<d>.+?) (?:with|for)\b",
+    re.I,
+)
+_CHANGED_PREFERENCE = re.compile(
+    r"^(?:user|team) (?:(?:now|these days|nowadays) prefers (?!to\b)|switched to )", re.I
+)
+_PREFERENCE = re.compile(r"^(?:user|team)(?: \w+)* prefers (?!to\b)", re.I)
+_NOISE = frozenset({"the", "a", "an", "their", "my", "our", "them", "it"})
+
+
+def replaced_value(text: str) -> str | None:
+    """The old value a fact says it replaces ("Slack" in "uses Teams instead of Slack")."""
+    m = _NAMED_OLD.search(text)
+    if m is None:
+        return None
+    return next(v for v in m.groups() if v is not None)
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in words(text) if w not in _NOISE}
+
+
+def names_replaced(new_text: str, old_text: str) -> bool:
+    """True when `new_text` names the value `old_text` states as the one it replaces."""
+    old_value = replaced_value(new_text)
+    if old_value is None or is_ending(old_text):
+        return False
+    wanted = _stems(old_value)
+    return bool(wanted) and wanted <= _stems(old_text)
+
+
+def changes_preference(new_text: str, old_text: str) -> bool:
+    """True when `new_text` is a preference marked as changed ("now prefers X")
+    and `old_text` a positive preference of the same subject for something else."""
+    if not _CHANGED_PREFERENCE.match(new_text) or not _PREFERENCE.match(old_text):
+        return False
+    new, old = parse_slot(new_text), parse_slot(old_text)
+    if new is None or old is None or new.slot.subject != old.slot.subject:
+        return False
+    return new.slot != old.slot
+
+
+def replaced_candidate(new_text: str, candidates: Sequence[str]) -> int | None:
+    """The index of the candidate `new_text` replaces, or None."""
+    for i, text in enumerate(candidates):
+        if names_replaced(new_text, text):
+            return i
+    changed = [i for i, text in enumerate(candidates) if changes_preference(new_text, text)]
+    preferences = [i for i, text in enumerate(candidates) if _PREFERENCE.match(text)]
+    return changed[0] if len(changed) == 1 and len(preferences) == 1 else None
