@@ -50,17 +50,22 @@ def test_the_issue_sentences() -> None:
 
 def test_cases_written_before_their_rules_are_reported_apart() -> None:
     """Issue 28: the cases written before any rule handled them are scored on
-    their own; the target (recall >= .90, precision >= .95, no wrong
-    supersession) is tracked here, not claimed: the floor below is what the
-    rules reach today, so a regression shows."""
+    their own, and so is the second held-out batch (written before the issue
+    28 rules, never tuned on). The floors are a little under what the rules
+    reach (before: recall 1.0, precision .889; held-out-2: .933 / .875), so a
+    regression shows; the issue's target is recall >= .90, precision >= .95."""
     from episodic.bench.fact_scenarios import run_by_written
 
     groups = run_by_written()
-    assert {"before", "after", "held-out"} <= set(groups)
-    before = groups["before"]
-    assert before["cases"] >= 15
-    assert before["wrong_supersessions"] == 0, json.dumps(before["failures"], indent=1)
-    assert before["recall"] >= FLOOR_RECALL_BEFORE, json.dumps(before["failures"], indent=1)
+    assert {"before", "after", "held-out", "held-out-2"} <= set(groups)
+    for name, (recall, precision) in FLOORS.items():
+        group = groups[name]
+        detail = json.dumps(group["failures"], indent=1)
+        assert group["cases"] >= 12, name
+        assert group["wrong_supersessions"] == 0, detail
+        assert group["recall"] >= recall, detail
+        assert group["precision"] >= precision, detail
 
 
-FLOOR_RECALL_BEFORE = 0.30  # raise as rules land; the issue's target is 0.90
+# (recall, precision) floors per `written` group
+FLOORS = {"before": (0.95, 0.85), "held-out-2": (0.90, 0.85)}
