@@ -6,7 +6,8 @@
   client.
 - A real `episodic api` on 127.0.0.1 (`api_server`): a subprocess on a free
   port, its own EPISODIC_HOME, stopped (SIGTERM, then SIGKILL) when the test is
-  done; `run_cli` runs one CLI command on a home.
+  done; `run_cli` runs one CLI command on a home (`cli_child` in a given
+  environment, `cli_json` reads its `--json`).
 """
 
 from __future__ import annotations

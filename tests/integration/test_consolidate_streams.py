@@ -137,6 +137,19 @@ def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Memory:
     return memory_for("offline", tmp_path / "home", monkeypatch, **CRASH_SETTINGS)
 
 
+def _crashing_flush(memory: Memory, mp: pytest.MonkeyPatch, point: str, nth: int) -> None:
+    """A flushing poll that dies at the `nth` hit of crash point `point`."""
+    arm(mp, point, nth)
+    with pytest.raises(InjectedCrash):
+        consolidate(user=USER, flush=True, memory=memory)
+
+
+def _rerun_recovers(memory: Memory, mp: pytest.MonkeyPatch, uninterrupted: dict[str, Any]) -> None:
+    """The crash left the store short of `uninterrupted`; a rerun reaches it."""
+    assert snapshot(memory.rt, USER) != uninterrupted
+    assert rerun(memory, mp, USER) == uninterrupted
+
+
 @pytest.mark.parametrize(("point", "nth"), CRASH_POINTS, ids=str)
 def test_crash_inside_a_wave_then_rerun_equals_uninterrupted(
     point: str,
@@ -146,11 +159,8 @@ def test_crash_inside_a_wave_then_rerun_equals_uninterrupted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _crash_workload(memory)
-    arm(monkeypatch, point, nth)
-    with pytest.raises(InjectedCrash):
-        consolidate(user=USER, flush=True, memory=memory)
-    assert snapshot(memory.rt, USER) != baseline
-    assert rerun(memory, monkeypatch, USER) == baseline
+    _crashing_flush(memory, monkeypatch, point, nth)
+    _rerun_recovers(memory, monkeypatch, baseline)
     again = consolidate(user=USER, flush=True, memory=memory)
     assert isinstance(again, dict)
     assert again["turns_processed"] == 0 and again["episodes_closed"] == 0
@@ -179,14 +189,8 @@ def test_crash_while_closing_idle_streams_then_rerun_equals_uninterrupted(
     memory: Memory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def crashing_flush() -> None:
-        arm(monkeypatch, point, nth)
-        with pytest.raises(InjectedCrash):
-            consolidate(user=USER, flush=True, memory=memory)
-
-    _read_then_flush(memory, crashing_flush)
-    assert snapshot(memory.rt, USER) != uninterrupted_two_polls
-    assert rerun(memory, monkeypatch, USER) == uninterrupted_two_polls
+    _read_then_flush(memory, lambda: _crashing_flush(memory, monkeypatch, point, nth))
+    _rerun_recovers(memory, monkeypatch, uninterrupted_two_polls)
 
 
 def _all_versions(memory: Memory) -> dict[str, int]:

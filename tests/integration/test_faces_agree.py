@@ -29,13 +29,7 @@ from episodic.adapters.embedded import Memory
 from episodic.adapters.mcp.server import build_server
 from episodic.retrieval import ScoreWeights
 from episodic.service.memory import Memory as Service
-from tests.integration.api_support import (
-    api_client,
-    mcp_calls,
-    new_key,
-    run_cli,
-    tool_data,
-)
+from tests.integration.api_support import api_client, mcp_calls, new_key, run_cli, tool_data
 from tests.integration.helpers import make_memory, settings_at, synthetic_stream
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]

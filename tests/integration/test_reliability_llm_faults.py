@@ -20,12 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.reliability_support import (
-    record,
-    turn_row,
-    use_home,
-    write_jsonl,
-)
+from tests.integration.reliability_support import record, turn_row, use_home, write_jsonl
 from tests.stubs.anthropic_stub import AnthropicStub, tool_name
 from tests.stubs.scripted import Action, Answer, Delay, Garbage, Status, Text
 
