@@ -168,6 +168,7 @@ def consolidate(
     logger = get_run_logger()
     usage_before = rt.provider.usage.as_dict()
     llm_before = _llm_state(rt)
+    users_before = _users_usage(rt)
     wait_before = _llm_wait(rt)
     stages_before = rt.stages.snapshot()
     part = Shard.parse(shard) if shard is not None else None  # a bad one fails first
@@ -197,6 +198,7 @@ def consolidate(
         usage.get("output_tokens", 0),
     )
     summary["llm"] = _llm_report(rt, llm_before, usage)
+    _record_usage(rt, users_before, began)
     _log_run(logger, summary)
     markdown = consolidate_markdown(summary) + _pictures(rt, sorted(by_user), plot)
     publish_markdown("consolidate-report", markdown, "Consolidation run")
@@ -209,6 +211,41 @@ def _llm_state(rt: Runtime) -> tuple[dict[str, dict[str, float]], dict[str, int]
     usage = rt.provider.usage
     stages = usage.stages_dict() if hasattr(usage, "stages_dict") else {}
     return stages, dict(getattr(usage, "untrusted", {}))
+
+
+def _users_usage(rt: Runtime) -> dict[str, dict[str, float]]:
+    usage = rt.provider.usage
+    return usage.users_dict() if hasattr(usage, "users_dict") else {}
+
+
+def _record_usage(rt: Runtime, before: dict[str, dict[str, float]], began: datetime) -> None:
+    """Each user's share of this run's model use, in the ledger (`episodic
+    usage`, the memory browser); bookkeeping never fails the run."""
+    from prefect.runtime import flow_run
+
+    from episodic.llm.accounting import stage_report
+    from storage.ledger import COUNTS, Ledger, RunUsage
+
+    name, model = rt.provider.name, rt.provider.model
+    per_user = stage_report(before, _users_usage(rt), name, model)
+    run = str(flow_run.name or began.isoformat())
+    rows = [
+        RunUsage(
+            user_id=uid,
+            run=run,
+            at=began,
+            provider=name,
+            model=model,
+            **{k: int(r[k] or 0) for k in COUNTS},
+            wait_s=float(r["wait_s"] or 0.0),
+            cost_usd=None if r["cost_usd"] is None else float(r["cost_usd"]),
+        )
+        for uid, r in per_user.items()
+    ]
+    try:
+        Ledger(rt.store).record(rows)
+    except Exception as e:
+        get_run_logger().warning("could not record the run's model use: %s", e)
 
 
 def _llm_report(

@@ -1,13 +1,14 @@
 """Forgetting: the one deliberate exception to "raw is immutable".
 
 `USER_TABLES` is the one registry of tables that hold a user's rows (every
-table of `schemas.TABLES`, the search documents, API keys, capture offsets and
-ingest receipts); a test fails when the store has a table with a `user_id` column
-that is not in it. `erase_user` deletes a user's rows from each, then makes
-the deletion an erasure: a LanceDB delete only hides rows from the newest
-version, so the text indexes are rebuilt and every older version is cleaned
-up (`optimize(cleanup_older_than=0)`), leaving no file that still holds them;
-a commit conflict with a concurrent writer (a recall count) is retried.
+table of `schemas.TABLES`, the search documents, API keys, capture offsets,
+ingest receipts and the model-use ledger); a test fails when the store has a
+table with a `user_id` column that is not in it. `erase_user` deletes a
+user's rows from each, then makes the deletion an erasure: a LanceDB delete
+only hides rows from the newest version, so the text indexes are rebuilt and
+every older version is cleaned up (`optimize(cleanup_older_than=0)`),
+leaving no file that still holds them; a commit conflict with a concurrent
+writer (a recall count) is retried.
 
 `forget_audit` keeps one row per forget: when, who asked, what kind, a hash
 of the target and per-table counts; never content.
@@ -31,6 +32,7 @@ from storage.codec import to_naive
 from storage.db import FTS_COLUMNS, Store
 from storage.keys import TABLE as KEYS_TABLE
 from storage.keys import open_table
+from storage.ledger import TABLE as LEDGER_TABLE
 from storage.offsets import TABLE as OFFSETS_TABLE
 from storage.receipts import TABLE as RECEIPTS_TABLE
 from storage.search import TURN_DOCS
@@ -41,6 +43,7 @@ USER_TABLES: tuple[str, ...] = (
     KEYS_TABLE,
     OFFSETS_TABLE,
     RECEIPTS_TABLE,
+    LEDGER_TABLE,
 )
 AUDIT = "forget_audit"
 # text indexes outside the registry's FTS_COLUMNS: rebuilt after an erase

@@ -21,19 +21,22 @@ def record_call(usage: Usage, model: str, input_tokens: int, output_tokens: int)
 def record_cached(usage: Usage) -> None:
     with _LOCK:
         usage.cached += 1
-        usage.stage()["cache_hits"] += 1
+        for row in usage.rows():
+            row["cache_hits"] += 1
 
 
 def record_failure(usage: Usage) -> None:
     with _LOCK:
         usage.failures += 1
-        usage.stage()["failures"] += 1
+        for row in usage.rows():
+            row["failures"] += 1
 
 
 def record_fallback(usage: Usage, stage: str | None = None) -> None:
     with _LOCK:
         usage.fallbacks += 1
-        usage.stage(stage)["fallbacks"] += 1
+        for row in usage.rows(stage):
+            row["fallbacks"] += 1
 
 
 def record_untrusted(usage: Usage, stage: str, check: str) -> None:
@@ -46,7 +49,8 @@ def record_untrusted(usage: Usage, stage: str, check: str) -> None:
 def record_wait(usage: Usage, seconds: float, stage: str | None = None) -> None:
     with _LOCK:
         usage.wait_s += seconds
-        usage.stage(stage)["wait_s"] += seconds
+        for row in usage.rows(stage):
+            row["wait_s"] += seconds
 
 
 def stage_report(

@@ -34,6 +34,9 @@ STAGE_OF_MODEL = {
     "PredictionError": "segmentation_judge",
 }
 _STAGE: ContextVar[str | None] = ContextVar("episodic_llm_stage", default=None)
+# the user whose step is asking (set per thread of work by `cache.owned_by`):
+# their cached answers and their share of the run's usage are kept apart
+OWNER: ContextVar[str | None] = ContextVar("episodic_llm_owner", default=None)
 
 
 def stage_of(response_model: type[BaseModel] | str) -> str:
@@ -79,23 +82,34 @@ class Usage:
     wait_s: float = 0.0  # seconds inside `structured`, cache hits and the offline provider included
     fallbacks: int = 0  # answers that came from the offline fallback
     by_stage: dict[str, dict[str, float]] = field(default_factory=dict)
+    by_user: dict[str, dict[str, float]] = field(default_factory=dict)  # the same rows per user
     untrusted: dict[str, int] = field(default_factory=dict)  # "stage:check" -> items
 
     def stage(self, name: str | None = None) -> dict[str, float]:
         return self.by_stage.setdefault(name or current_stage(), _stage_row())
+
+    def rows(self, stage: str | None = None) -> list[dict[str, float]]:
+        """The rows an event counts in: its stage's, and its user's when a
+        step for one user is asking."""
+        owner = OWNER.get()
+        row = self.stage(stage)
+        return [row] if owner is None else [row, self.by_user.setdefault(owner, _stage_row())]
 
     def add(self, model: str, input_tokens: int, output_tokens: int) -> None:
         self.calls += 1
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         self.by_model[model] = self.by_model.get(model, 0) + 1
-        row = self.stage()
-        row["calls"] += 1
-        row["input_tokens"] += input_tokens
-        row["output_tokens"] += output_tokens
+        for row in self.rows():
+            row["calls"] += 1
+            row["input_tokens"] += input_tokens
+            row["output_tokens"] += output_tokens
 
     def stages_dict(self) -> dict[str, dict[str, float]]:
         return {k: dict(v) for k, v in sorted(self.by_stage.items())}
+
+    def users_dict(self) -> dict[str, dict[str, float]]:
+        return {k: dict(v) for k, v in sorted(self.by_user.items())}
 
     def as_dict(self) -> dict[str, Any]:
         return {

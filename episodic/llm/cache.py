@@ -24,7 +24,6 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -32,23 +31,20 @@ from pydantic import BaseModel, ValidationError
 
 from episodic.errors import LLMSchemaError
 from episodic.llm.accounting import record_cached
-from episodic.llm.base import BaseProvider, LLMProvider, Message
+from episodic.llm.base import OWNER, BaseProvider, LLMProvider, Message
 from episodic.llm.validate import coerce
 
 T = TypeVar("T", bound=BaseModel)
-
-# the user whose step is asking (set per thread of work by `owned_by`)
-_OWNER: ContextVar[str | None] = ContextVar("episodic_llm_cache_owner", default=None)
 
 
 @contextmanager
 def owned_by(user_id: str) -> Iterator[None]:
     """Within the block, cached answers are kept under `user_id`'s folder."""
-    token = _OWNER.set(user_id)
+    token = OWNER.set(user_id)
     try:
         yield
     finally:
-        _OWNER.reset(token)
+        OWNER.reset(token)
 
 
 P = ParamSpec("P")
@@ -104,7 +100,7 @@ class ResponseCache:
         self.cache_dir = Path(cache_dir)
 
     def _path(self, key: str) -> Path:
-        owner = _OWNER.get()
+        owner = OWNER.get()
         base = self.cache_dir if owner is None else user_folder(self.cache_dir, owner)
         return base / key[:2] / f"{key}.json"
 

@@ -45,6 +45,7 @@ from episodic.service.views import (
     IngestStatus,
     ReflectionView,
     Rejection,
+    UsageView,
 )
 from storage.frames import user_exists
 from storage.keys import SCOPES, ApiKey, ApiKeys
@@ -164,6 +165,21 @@ class Memory(Closing):
         if found is None:
             raise NotFoundError("ingest", ingest_id, "not stored for this user")
         return ingest_status(self.rt, found)
+
+    def usage(self, user_id: str, *, limit: int = 20) -> UsageView:
+        """The model calls, tokens and cost of the user's recent consolidate runs."""
+        from storage.ledger import Ledger
+
+        recent = Ledger(self.rt.store).runs(user_id, limit)
+        return UsageView(
+            user_id=user_id,
+            runs=len(recent),
+            **{k: sum(getattr(r, k) for r in recent) for k in (
+                "calls", "cache_hits", "input_tokens", "output_tokens")},
+            cost_usd=round(sum(r.cost_usd or 0.0 for r in recent), 6),
+            unpriced_runs=sum(r.cost_usd is None and r.calls > 0 for r in recent),
+            recent=recent,
+        )  # fmt: skip
 
     def ingest(
         self,

@@ -11,6 +11,7 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 from episodic.models import Episode, Turn
+from storage.ledger import RunUsage
 
 
 class View(BaseModel):
@@ -196,3 +197,18 @@ class ForgetReceipt(View):
     @property
     def total(self) -> int:
         return sum(self.counts.values())
+
+
+class UsageView(View):
+    """What consolidating a user's memory has asked the model, over its recent
+    runs: totals, and the runs newest first."""
+
+    user_id: str
+    runs: int
+    calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float  # of the priced runs
+    unpriced_runs: int  # runs on a model without a published price
+    recent: list[RunUsage]  # the ledger's rows, newest first

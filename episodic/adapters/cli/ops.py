@@ -1,4 +1,4 @@
-"""Operator commands (status, doctor, plot, serve, rejected, export, import).
+"""Operator commands (status, usage, doctor, plot, serve, rejected, export, import).
 Registered on the main app."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from typing_extensions import TypedDict  # pydantic validates it on Python 3.11
@@ -14,6 +15,9 @@ from episodic.adapters.cli.context import for_user, memory
 from episodic.adapters.cli.guard import fail
 from episodic.adapters.cli.output import console, err, esc, print_json, show
 from episodic.errors import ExitCode
+
+if TYPE_CHECKING:
+    from episodic.service.views import UsageView
 
 
 class RejectedRow(TypedDict):
@@ -35,7 +39,8 @@ def status(
     """Per user and stream: raw turns, watermark, lag, open episode, last run."""
     from episodic.service.status import human_age
 
-    rows = (for_user(user) if user is not None else memory()).status(user)
+    m = for_user(user) if user is not None else memory()
+    rows = m.status(user)
     if not rows and not as_json:
         console.print("no streams yet: `episodic ingest FILE` or `episodic demo`")
         return
@@ -69,6 +74,48 @@ def status(
                 r.last_run_state or "-",
             )
             for r in rows
+        ),
+    )
+    if not as_json:  # the JSON stays one row per stream; `episodic usage --json` has these
+        for uid in sorted({r.user_id for r in rows}):
+            console.print(_usage_line(m.usage(uid)), markup=False)
+
+
+def _usage_line(u: UsageView) -> str:
+    cost = f"${u.cost_usd:.4f}" + (
+        f" (+{u.unpriced_runs} unpriced runs)" if u.unpriced_runs else ""
+    )
+    return (
+        f"{u.user_id}: model use over the last {u.runs} runs: {u.calls} calls, "
+        f"{u.cache_hits} cache hits, {u.input_tokens}/{u.output_tokens} tokens in/out, {cost}"
+    )
+
+
+def usage(
+    user: str = typer.Option(..., "--user"),
+    runs: int = typer.Option(20, "--runs", min=1, help="how many recent runs"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """What consolidating a user's memory asked the model: calls, cache hits,
+    tokens and cost per run (counts only), newest first."""
+    u = for_user(user).usage(user, limit=runs)
+    show(
+        as_json,
+        u.as_json(),
+        _usage_line(u),
+        ("run", "model", "calls", "hits", "tokens in", "tokens out", "wait s", "cost"),
+        (
+            (
+                r.run,
+                f"{r.provider}/{r.model}",
+                str(r.calls),
+                str(r.cache_hits),
+                str(r.input_tokens),
+                str(r.output_tokens),
+                f"{r.wait_s:.1f}",
+                "-" if r.cost_usd is None else f"${r.cost_usd:.4f}",
+            )
+            for r in u.recent
         ),
     )
 
@@ -246,6 +293,7 @@ def _interrupt(*_: object) -> None:
 def register(app: typer.Typer) -> None:
     """Add the operator commands to `app`."""
     app.command()(status)
+    app.command()(usage)
     app.command()(doctor)
     app.command()(plot)
     app.command()(serve)

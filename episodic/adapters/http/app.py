@@ -39,6 +39,7 @@ from episodic.service.views import (
     Hit,
     IngestStatus,
     ReflectionView,
+    UsageView,
 )
 
 MAX_TURNS = 1_000
@@ -225,6 +226,11 @@ def create_app(
     def status(key: Reader) -> list[StreamStatus]:
         """Per stream: raw turns, watermark, lag, open episode, last run."""
         return memory.status(key.user_id)
+
+    @app.get("/v1/usage", response_model=UsageView, tags=["read"])
+    def usage(key: Reader, runs: Annotated[int, Query(ge=1, le=500)] = 20) -> UsageView:
+        """Model calls, cache hits, tokens and cost of the recent consolidate runs."""
+        return memory.usage(key.user_id, limit=runs)
 
     @app.get("/v1/me", response_model=Me, tags=["read"])
     def me(key: Reader) -> Me:

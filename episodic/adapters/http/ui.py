@@ -324,6 +324,7 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
             turns=sum(s.raw_turns for s in streams),
             backlog=sum(s.unprocessed_turns for s in streams),
             failed=[s for s in streams if s.last_run_state and s.last_run_state != "Completed"],
+            usage=memory.usage(who.user),
         )
 
     @router.get("/timeline")
