@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -30,21 +31,42 @@ def _slice(tmp_path: Path) -> Path:
     return path
 
 
-def test_shipped_search_beats_cosine_single_turns(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def _eval(path: Path, budget: int, tmp_path: Path, monkeypatch: Any) -> dict[str, Any]:
+    """`episodic eval locomo --json` on `path`: the methods' figures."""
     from episodic.adapters.cli.main import app
 
     monkeypatch.setenv("EPISODIC_HOME", str(tmp_path / "home"))
-    out = CliRunner().invoke(
-        app,
-        ["eval", "locomo", "--path", str(_slice(tmp_path)), "--budget", str(BUDGET), "--json"],
-    )
+    args = ["eval", "locomo", "--path", str(path), "--budget", str(budget), "--json"]
+    out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
-    res = json.loads(out.stdout)
+    res: dict[str, Any] = json.loads(out.stdout)
     assert res["shipped"] == "shipped"
+    return res
+
+
+def test_shipped_search_beats_cosine_single_turns(tmp_path: Path, monkeypatch: Any) -> None:
+    res = _eval(_slice(tmp_path), BUDGET, tmp_path, monkeypatch)
     assert "turn_cos" in res["baselines"] and "turn_pm1_hybrid" in res["baselines"]
     assert not any("episode" in b for b in res["baselines"])
     m = res["methods"]
     for key in ("recall_at_budget", "recall_at_token_budget"):
         assert m["shipped"][key] >= m["turn_cos"][key] + MARGIN, (key, m["shipped"], m["turn_cos"])
         assert m["shipped"][key] >= m["turn"][key] + MARGIN  # the old cosine method, same figure
-    assert m["episodes"]["recall_at_budget"] >= 0.0  # the old keys stay
+
+
+# REALTALK chat 1 (real messaging-app chat, 476 messages, 70 questions), whole:
+# measured in-sample (dev5 chose the design) at a budget of 50 turns: shipped
+# .651, turn_cos .614, window5_hybrid .666. At an equal token budget single
+# turns do better (.718 vs .632): reported in docs/retrieval.md, not guarded.
+REALTALK_FLOOR = 0.63
+REALTALK_MARGIN = 0.02
+
+
+def test_shipped_search_holds_its_figure_on_a_real_chat(tmp_path: Path, monkeypatch: Any) -> None:
+    data = json.loads(shared_data("realtalk", "realtalk_dev5.json").read_text(encoding="utf-8"))
+    path = tmp_path / "chat1.json"
+    path.write_text(json.dumps(data[:1]), encoding="utf-8")
+    m = _eval(path, 50, tmp_path, monkeypatch)["methods"]
+    got = m["shipped"]["recall_at_budget"]
+    assert got >= REALTALK_FLOOR, got
+    assert got >= m["turn_cos"]["recall_at_budget"] + REALTALK_MARGIN, (got, m["turn_cos"])
