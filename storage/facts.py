@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,17 +37,7 @@ class PlannedFact:
     importance: float = 5.0
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "event": self.event,
-            "target_fact_id": self.target_fact_id,
-            "old_text": self.old_text,
-            "new_text": self.new_text,
-            "valid_from": self.valid_from.isoformat(),
-            "decided_by": self.decided_by,
-            "vector": self.vector,
-            "importance": self.importance,
-        }
+        return asdict(self) | {"valid_from": self.valid_from.isoformat()}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> PlannedFact:

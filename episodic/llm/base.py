@@ -69,6 +69,9 @@ def _stage_row() -> dict[str, float]:
     }  # fmt: skip
 
 
+TOTALS = ("calls", "cached", "input_tokens", "output_tokens", "failures", "fallbacks")
+
+
 @dataclass
 class Usage:
     """Calls and tokens, summed over a provider's life (or one flow run)."""
@@ -112,14 +115,8 @@ class Usage:
         return {k: dict(v) for k, v in sorted(self.by_user.items())}
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "cached": self.cached,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "failures": self.failures,
-            "fallbacks": self.fallbacks,
-        }
+        """The run totals a flow diffs (the per-stage and per-user rows apart)."""
+        return {k: getattr(self, k) for k in TOTALS}
 
 
 @runtime_checkable

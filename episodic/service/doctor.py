@@ -22,7 +22,7 @@ immutable, and a turn that two rows share a seq with cannot be renumbered.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from storage.episodes import Episodes
@@ -49,15 +49,7 @@ class Problem:
         return self.kind in HEAD_KINDS
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "user_id": self.user_id,
-            "stream_id": self.stream_id,
-            "kind": self.kind,
-            "count": self.count,
-            "detail": self.detail,
-            "repairable": self.repairable,
-            "sample": self.sample[:SAMPLE],
-        }
+        return asdict(self) | {"repairable": self.repairable, "sample": self.sample[:SAMPLE]}
 
 
 @dataclass

@@ -4,7 +4,7 @@ batches, quarantine what was refused. Constant memory in the file's size."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +30,10 @@ class IngestReport:
     rejects: list[tuple[int, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "format": self.format,
-            "accepted": self.accepted,
-            "duplicates": self.duplicates,
-            "rejected": self.rejected,
-            "skipped_derived": self.skipped_derived,
+        out = asdict(self)
+        del out["rejects"]  # shown as rejected_lines
+        return out | {
             "first_reasons": self.first_reasons[:5],
-            "streams": self.streams,
             "rejected_lines": [{"line": n, "reason": r} for n, r in self.rejects],
         }
 

@@ -18,6 +18,21 @@ from tests.integration.reliability_support import write_jsonl as write_jsonl  # 
 MEMORIES = ExitStack()
 
 
+def moving_turns(secret: str, n: int = 4) -> list[dict[str, Any]]:
+    """`n` days of a user who moved to `secret`ville and has a dog named after
+    it, each day a user turn and the assistant's reply (with client ids)."""
+    out: list[dict[str, Any]] = []
+    for day in range(n):
+        ts = f"2025-03-{day + 1:02d}T09:00:00Z"
+        out += [
+            {"role": "user", "text": f"I moved to {secret}ville last week, my dog is {secret}dog.",
+             "ts": ts, "id": f"{secret}-u{day}"},
+            {"role": "assistant", "text": f"Noted: you live in {secret}ville now.",
+             "ts": ts.replace(":00:00", ":00:05"), "id": f"{secret}-a{day}"},
+        ]  # fmt: skip
+    return out
+
+
 def settings_at(home: Path, **overrides: Any) -> Settings:
     """Settings on `home` with the hash embedder and the offline provider;
     `overrides` are Settings fields (idle_minutes=0.1, batch_turns=5 ...)."""

@@ -17,6 +17,7 @@ from episodic.llm.offline import OfflineProvider
 from flows.reflect import reflect
 from storage.filters import user as user_is
 from storage.forget import audit_rows, present
+from tests.integration.helpers import moving_turns as _turns
 from tests.integration.helpers import settings_at
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -28,19 +29,6 @@ def _memory(home: Path) -> Memory:
     settings = settings_at(home)
     provider = CachedProvider(OfflineProvider(), settings.cache_dir / "llm")
     return Memory(settings, provider=provider)
-
-
-def _turns(secret: str, n: int = 4) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for day in range(n):
-        ts = f"2025-03-{day + 1:02d}T09:00:00Z"
-        out += [
-            {"role": "user", "text": f"I moved to {secret}ville last week, my dog is {secret}dog.",
-             "ts": ts, "id": f"{secret}-u{day}"},
-            {"role": "assistant", "text": f"Noted: you live in {secret}ville now.",
-             "ts": ts.replace(":00:00", ":00:05"), "id": f"{secret}-a{day}"},
-        ]  # fmt: skip
-    return out
 
 
 def _files_with(home: Path, needle: str) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,29 +15,17 @@ from flows.consolidate import consolidate
 from storage.ledger import Ledger
 from tests.integration.api_support import api_client, new_key
 from tests.integration.cli_support import cli, cli_home
+from tests.integration.helpers import moving_turns
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-
-
-def _turns(topic: str, days: int = 6) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for day in range(days):
-        ts = f"2025-03-{day + 1:02d}T09:00:00Z"
-        out += [
-            {"role": "user", "text": f"I moved to {topic}ville, my dog is called {topic}dog.",
-             "ts": ts, "id": f"{topic}-u{day}"},
-            {"role": "assistant", "text": f"Noted: {topic}ville.",
-             "ts": ts.replace(":00:00", ":00:05"), "id": f"{topic}-a{day}"},
-        ]  # fmt: skip
-    return out
 
 
 def test_each_users_share_of_a_run_is_recorded_and_shown_everywhere(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     memory = cli_home(monkeypatch, tmp_path / "home")
-    memory.add("ann", _turns("lisbon"))
-    memory.add("bob", _turns("oslo", days=3))
+    memory.add("ann", moving_turns("lisbon", 6))
+    memory.add("bob", moving_turns("oslo", 3))
     run = consolidate(flush=True, memory=memory)
     assert isinstance(run, dict)
     total = run["llm"]["calls"]
@@ -61,7 +48,7 @@ def test_each_users_share_of_a_run_is_recorded_and_shown_everywhere(
     # a run that asks nothing records nothing; a user's next run adds a row
     consolidate(flush=True, memory=memory)
     assert memory.usage("ann").runs == 1
-    memory.add("ann", _turns("porto", days=3), stream_id="s2")
+    memory.add("ann", moving_turns("porto", 3), stream_id="s2")
     consolidate(user="ann", flush=True, memory=memory)
     again = memory.usage("ann")
     assert again.runs == 2 and again.calls > ann.calls
