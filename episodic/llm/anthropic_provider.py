@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic import SecretStr
 
 from episodic.llm.base import Message
-from episodic.llm.network import InstructorProvider, protected
-from episodic.llm.retry import RetryPolicy
+from episodic.llm.network import InstructorProvider, Patience, protected
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 
@@ -31,32 +30,22 @@ def split_system(messages: list[Message]) -> tuple[str | None, list[Message]]:
 class AnthropicProvider(InstructorProvider):
     name = "anthropic"
 
+    max_tokens: int  # the Messages API requires one
+
     def __init__(
         self,
         model: str = DEFAULT_MODEL,
         *,
         api_key: SecretStr | str | None,
         base_url: str | None = None,
-        timeout_s: float = 30.0,
-        retries: int = 3,
         max_tokens: int = 1024,
-        policy: RetryPolicy | None = None,
-        sleep: Callable[[float], None] | None = None,
+        **patience: Unpack[Patience],
     ) -> None:
         super().__init__(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            timeout_s=timeout_s,
-            retries=retries,
-            policy=policy,
-            sleep=sleep,
+            model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **patience
         )
         if not self._key.get_secret_value():
             raise ValueError("an Anthropic API key is required (ANTHROPIC_API_KEY)")
-        if max_tokens <= 0:
-            raise ValueError(f"max_tokens must be > 0, got {max_tokens}")
-        self.max_tokens = max_tokens
 
     def _sdk(self) -> ModuleType:
         import anthropic

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from pydantic import BaseModel, SecretStr, ValidationError
 
@@ -54,6 +54,15 @@ def protected(messages: list[Message]) -> list[Message]:
     return [{**m, "content": protect(m["content"])} for m in messages]
 
 
+class Patience(TypedDict, total=False):
+    """How a network provider waits and retries (the same for every provider)."""
+
+    timeout_s: float  # per request; default 30
+    retries: int  # transient failures retried, and schema re-asks; default 3
+    policy: RetryPolicy | None  # backoff; default: RetryPolicy(retries=retries)
+    sleep: Callable[[float], None] | None  # for tests; default time.sleep
+
+
 class InstructorProvider(BaseProvider):
     """Base of the network providers; subclasses build the client and call it."""
 
@@ -65,10 +74,11 @@ class InstructorProvider(BaseProvider):
         *,
         api_key: SecretStr | str | None,
         base_url: str | None,
-        timeout_s: float,
-        retries: int,
-        policy: RetryPolicy | None,
-        sleep: Callable[[float], None] | None,
+        max_tokens: int | None,
+        timeout_s: float = 30.0,
+        retries: int = 3,
+        policy: RetryPolicy | None = None,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         if not model:
             raise ValueError("model must be a non-empty string")
@@ -76,6 +86,9 @@ class InstructorProvider(BaseProvider):
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
+        if max_tokens is not None and max_tokens <= 0:
+            raise ValueError(f"max_tokens must be > 0, got {max_tokens}")
+        self.max_tokens = max_tokens
         self.model = model
         self.base_url = base_url
         self.timeout_s = timeout_s

@@ -16,13 +16,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from pydantic import SecretStr
 
 from episodic.llm.base import Message
-from episodic.llm.network import InstructorProvider, protected
-from episodic.llm.retry import RetryPolicy
+from episodic.llm.network import InstructorProvider, Patience, protected
 
 OpenAIMode = Literal["tools", "json", "json_schema"]
 DEFAULT_MODEL = "llama3.1"
@@ -42,27 +41,15 @@ class OpenAIProvider(InstructorProvider):
         mode: OpenAIMode = "tools",
         seed: int | None = 0,
         max_tokens: int | None = None,
-        timeout_s: float = 30.0,
-        retries: int = 3,
-        policy: RetryPolicy | None = None,
-        sleep: Callable[[float], None] | None = None,
+        **patience: Unpack[Patience],
     ) -> None:
         super().__init__(
-            model,
-            api_key=api_key or NO_KEY,
-            base_url=base_url,
-            timeout_s=timeout_s,
-            retries=retries,
-            policy=policy,
-            sleep=sleep,
+            model, api_key=api_key or NO_KEY, base_url=base_url, max_tokens=max_tokens, **patience
         )
         if mode not in ("tools", "json", "json_schema"):
             raise ValueError(f"mode must be tools, json or json_schema, got {mode!r}")
         self.mode: OpenAIMode = mode
         self.seed = seed
-        if max_tokens is not None and max_tokens <= 0:
-            raise ValueError(f"max_tokens must be > 0, got {max_tokens}")
-        self.max_tokens = max_tokens
 
     def __repr__(self) -> str:
         return (
