@@ -46,6 +46,24 @@ from tests.unit.test_facts_support import NOW, T0, turn
         ("My name is Ana", "User's name is Ana"),
         ("I'm 34 years old", "User is 34 years old"),
         ("I'm a vegetarian", "User is a vegetarian"),
+        # issue 28's general rules (endings, replacements, corrections, dates)
+        ("I've unsubscribed from The Guardian", "User unsubscribed from The Guardian"),
+        ("We ditched Asana in March", "Team ditched Asana in March"),
+        ("I moved out of my flat in Hackney", "User moved out of their flat in Hackney"),
+        ("I resigned from Initech", "User resigned from Initech"),
+        ("Priya and I split up", "User split up with Priya"),
+        ("My fiancé and I broke up", "User broke up with their fiancé"),
+        ("Jo and I got divorced in 2020", "User divorced Jo"),
+        ("I'm no longer a student", "User is no longer a student"),
+        ("I'm not vegetarian anymore", "User is no longer vegetarian"),
+        ("I've switched to Emacs", "User switched to Emacs"),
+        ("We've switched from Basecamp to Notion", "Team switched from Basecamp to Notion"),
+        ("I replaced Dropbox with iCloud", "User replaced Dropbox with iCloud"),
+        ("These days I now prefer rooibos", "User now prefers rooibos"),
+        ("Please forget that my gym is FitCo", "User asked to forget that their gym is FitCo"),
+        ("Unfortunately, Rex passed away", "Rex passed away"),
+        ("I joined Umbrella Corp last Tuesday", "User works at Umbrella Corp"),
+        ("I live in Perth as of yesterday", "User lives in Perth"),
     ],
 )
 def test_offline_patterns(sentence: str, fact: str) -> None:
@@ -64,6 +82,15 @@ def test_offline_patterns(sentence: str, fact: str) -> None:
         "I'd like to know more",
         "It died",
         "The weather is nice today",
+        # chatter about the chat itself, moods, and look-alikes of ending verbs
+        "I'll upload the screenshot",
+        "I will check that tomorrow",
+        "I'm going to share it with you",
+        "My boss is furious about the outage",
+        "My kids are so bored today",
+        "I ended up staying home",
+        "I dropped by the bakery",
+        "I left my umbrella at work",
     ],
 )
 def test_questions_and_chatter_give_no_fact(sentence: str) -> None:

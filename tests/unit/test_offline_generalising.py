@@ -1,6 +1,7 @@
 """Issue 28: the offline extractor's general rules (endings, replacements,
 corrections, chatter, relative dates), on sentences that are in no scenario
-case: each checks a rule, not a case."""
+case: each checks a rule, not a case (the one-sentence rules are in
+test_facts_extract's tables)."""
 
 from __future__ import annotations
 
@@ -10,49 +11,6 @@ from episodic.facts import is_negation_of, merge_one, offline_extract
 from episodic.facts.offline_extract import extract_sentence
 from episodic.facts.replacement import replaced_candidate, replaced_value
 from tests.unit.test_facts_support import turn
-
-
-@pytest.mark.parametrize(
-    ("sentence", "fact"),
-    [
-        ("I've unsubscribed from The Guardian", "User unsubscribed from The Guardian"),
-        ("We ditched Asana in March", "Team ditched Asana in March"),
-        ("I moved out of my flat in Hackney", "User moved out of their flat in Hackney"),
-        ("I resigned from Initech", "User resigned from Initech"),
-        ("Priya and I split up", "User split up with Priya"),
-        ("My fiancé and I broke up", "User broke up with their fiancé"),
-        ("Jo and I got divorced in 2020", "User divorced Jo"),
-        ("I'm no longer a student", "User is no longer a student"),
-        ("I'm not vegetarian anymore", "User is no longer vegetarian"),
-        ("I've switched to Emacs", "User switched to Emacs"),
-        ("We've switched from Basecamp to Notion", "Team switched from Basecamp to Notion"),
-        ("I replaced Dropbox with iCloud", "User replaced Dropbox with iCloud"),
-        ("These days I now prefer rooibos", "User now prefers rooibos"),
-        ("Please forget that my gym is FitCo", "User asked to forget that their gym is FitCo"),
-        ("Unfortunately, Rex passed away", "Rex passed away"),
-        ("I joined Umbrella Corp last Tuesday", "User works at Umbrella Corp"),
-        ("I live in Perth as of yesterday", "User lives in Perth"),
-    ],
-)
-def test_general_rules(sentence: str, fact: str) -> None:
-    assert extract_sentence(sentence) == fact
-
-
-@pytest.mark.parametrize(
-    "sentence",
-    [
-        "I'll upload the screenshot",
-        "I will check that tomorrow",
-        "I'm going to share it with you",
-        "My boss is furious about the outage",
-        "My kids are so bored today",
-        "I ended up staying home",
-        "I dropped by the bakery",
-        "I left my umbrella at work",
-    ],
-)
-def test_chatter_and_look_alikes_give_no_fact(sentence: str) -> None:
-    assert extract_sentence(sentence) is None
 
 
 def test_an_event_keeps_its_date_and_a_state_drops_it() -> None:
