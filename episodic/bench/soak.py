@@ -48,13 +48,15 @@ CRASH_POINTS = (
 @dataclass
 class Tally:
     steps: int = 0
-    kills: int = 0
+    kill_attempts: int = 0  # consolidations started in a child that must die
+    kills: int = 0  # ... that died at their crash point (exit 137)
     turns_checked: int = 0
     violations: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "steps": self.steps,
+            "kill_attempts": self.kill_attempts,
             "kills": self.kills,
             "turns_checked": self.turns_checked,
             "violations": len(self.violations),
@@ -111,18 +113,7 @@ def machine(home_factory: Callable[[], Path], tally: Tally, *, kills: bool = Tru
             hostile=st.lists(st.sampled_from(["retry", "conflict", "huge_ts", "list", "norole"])),
         )
         def add(self, user: str, n: int, hostile: list[str]) -> None:
-            items: list[Any] = []
-            for _ in range(n):
-                self.n += 1
-                items.append(
-                    {
-                        "role": "user" if self.n % 2 else "assistant",
-                        "text": f"{user} note {self.n}: project {self.n % 7} "
-                        f"moved to city {self.n % 5}",
-                        "ts": 1_700_000_000 + 60 * self.n,
-                        "id": f"{user}-{self.n}",
-                    }
-                )
+            items: list[Any] = self._notes(user, n)
             for h in hostile:
                 if h == "retry" and items:
                     items.append(dict(items[0]))
@@ -141,6 +132,23 @@ def machine(home_factory: Callable[[], Path], tally: Tally, *, kills: bool = Tru
             assert all(isinstance(it, dict) for it in good)
             self._record(user, items, receipt)
             tally.steps += 1
+
+        def _notes(self, user: str, n: int) -> list[Any]:
+            """`n` new turns of `user`, each with its own client id."""
+            items: list[Any] = []
+            for _ in range(n):
+                self.n += 1
+                items.append(
+                    {
+                        "role": "user" if self.n % 2 else "assistant",
+                        # first person: the offline extractor makes facts of them
+                        "text": f"{user} note {self.n}: I moved to city {self.n % 5} "
+                        f"for project {self.n % 7}",
+                        "ts": 1_700_000_000 + 60 * self.n,
+                        "id": f"{user}-{self.n}",
+                    }
+                )
+            return items
 
         @rule(user=st.sampled_from(TENANTS), n=st.integers(1, 5))
         def ingest_file(self, user: str, n: int) -> None:
@@ -180,6 +188,9 @@ def machine(home_factory: Callable[[], Path], tally: Tally, *, kills: bool = Tru
             137, as under kill -9), then one here that must recover."""
             from prefect.settings import PREFECT_API_URL
 
+            # new turns, so the child has episodes to write and reaches its point
+            notes = self._notes(user, 4)
+            self._record(user, notes, self.memory.add(user, notes))
             api = PREFECT_API_URL.value()  # the child joins this process's Prefect server
             env = {
                 **os.environ,
@@ -191,6 +202,7 @@ def machine(home_factory: Callable[[], Path], tally: Tally, *, kills: bool = Tru
             }
             code = [sys.executable, "-m", "episodic.adapters.cli.main", "consolidate",
                     "--user", user, "--flush", "--json"]  # fmt: skip
+            tally.kill_attempts += 1
             out = subprocess.run(code, env=env, capture_output=True, timeout=900)
             tally.kills += int(out.returncode == 137)
             self.memory.consolidate(user, flush=True)
@@ -291,7 +303,9 @@ def run_soak(minutes: float, *, seed: int = 0, steps: int = 25) -> dict[str, Any
     while time.monotonic() < deadline:
         runs += 1
         config = settings(
-            max_examples=1,
+            # Hypothesis tries the simplest sequence first (every step the first
+            # rule); one example a run would replay just that one, every run
+            max_examples=8,
             stateful_step_count=steps,
             deadline=None,
             database=None,

@@ -36,3 +36,5 @@ def test_soak_short(tmp_path: Path) -> None:
     )
     assert tally.violations == []
     assert tally.steps >= 10 and tally.turns_checked > 0
+    # a killed consolidation always has new turns to crash in
+    assert tally.kills == tally.kill_attempts, tally.as_dict()
