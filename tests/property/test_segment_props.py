@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from typing import Literal
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
