@@ -83,6 +83,11 @@ class Store:
     def table_names(self) -> list[str]:
         return list(schemas.TABLES)
 
+    def existing_tables(self) -> list[str]:
+        """Every table in the store: the schema's and the ones repositories
+        declare themselves (search documents, keys, receipts, ledger ...)."""
+        return sorted(set(self.db.list_tables().tables))
+
     def where_in(
         self,
         name: str,
@@ -154,7 +159,7 @@ class Store:
         """Compact one table and drop versions older than `keep_versions`;
         rows, versions and fragments before and after. `between` runs just
         before the compaction (a crash point in tests)."""
-        tbl = self.table(name)
+        tbl = self.table(name) if name in schemas.TABLES else self.db.open_table(name)
         versions, frags = len(tbl.list_versions()), _fragments(tbl)
         if between is not None:
             between()
