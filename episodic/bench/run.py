@@ -35,13 +35,13 @@ def run_bench(
         return scale_out(workers) if turns is None else scale_out(workers, turns=turns)
     if name == "segment":
         from episodic.bench.corpus import machine, report, target
-        from episodic.bench.segment_bench import bench_segment
+        from episodic.bench.segment_bench import TARGET_US, bench_segment
 
         res = bench_segment(caps=(50, 150))
         res["machine"] = machine()
         cap50 = next((r for r in res["results"] if r["max_run_length"] == 50), None)
         res["targets"] = {
-            "median_us_cap50": target(cap50["median_us"] if cap50 else None, "<=", 50.0)
+            "median_us_cap50": target(cap50["median_us"] if cap50 else None, "<=", TARGET_US)
         }
         report("segment", res)
         return res
