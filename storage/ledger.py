@@ -19,6 +19,7 @@ from storage.keys import open_table
 
 TABLE = "llm_usage"
 COUNTS = ("calls", "cache_hits", "input_tokens", "output_tokens", "fallbacks", "failures")
+SUMMED = COUNTS[:4]  # what a user's total over runs adds up (UsageView)
 
 
 def schema() -> pa.Schema:

@@ -168,18 +168,17 @@ class Memory(Closing):
 
     def usage(self, user_id: str, *, limit: int = 20) -> UsageView:
         """The model calls, tokens and cost of the user's recent consolidate runs."""
-        from storage.ledger import Ledger
+        from storage.ledger import SUMMED, Ledger
 
         recent = Ledger(self.rt.store).runs(user_id, limit)
         return UsageView(
             user_id=user_id,
             runs=len(recent),
-            **{k: sum(getattr(r, k) for r in recent) for k in (
-                "calls", "cache_hits", "input_tokens", "output_tokens")},
+            **{k: sum(getattr(r, k) for r in recent) for k in SUMMED},
             cost_usd=round(sum(r.cost_usd or 0.0 for r in recent), 6),
             unpriced_runs=sum(r.cost_usd is None and r.calls > 0 for r in recent),
             recent=recent,
-        )  # fmt: skip
+        )
 
     def ingest(
         self,
