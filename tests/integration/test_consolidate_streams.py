@@ -203,7 +203,7 @@ def test_200_short_streams_commit_about_what_one_stream_of_600_turns_does(
 ) -> None:
     """Issue 12's cost target, counted rather than timed (no wall clock in a
     test): the same 600 turns as 200 streams of 3 commit to each table at
-    most two times more than as one stream. Before this, the search documents
+    most four times more than as one stream (still 203 before). Before this, the search documents
     took one commit per stream (203 commits, about 9 s of a 12 s poll)."""
     commits: dict[str, dict[str, int]] = {}
     for name, (n, k) in (("one", (1, 600)), ("many", (200, 3))):
@@ -213,5 +213,7 @@ def test_200_short_streams_commit_about_what_one_stream_of_600_turns_does(
         res = consolidate(user=USER, flush=True, memory=memory)
         assert isinstance(res, dict) and res["turns_processed"] == 600
         commits[name] = {t: v - before.get(t, 0) for t, v in _all_versions(memory).items()}
-    grown = {t: c for t, c in commits["many"].items() if c > commits["one"].get(t, 0) + 2}
+    # slack 4: a table first written in one run and not the other (search
+    # documents, when a reflection searched) costs create, data and two indexes
+    grown = {t: c for t, c in commits["many"].items() if c > commits["one"].get(t, 0) + 4}
     assert not grown, commits
