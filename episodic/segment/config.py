@@ -63,6 +63,10 @@ class DetectorConfig:
     # judge context
     judge_recent_turns: int = 6
     judge_max_chars: int = 2000
+    # judge cost: at most this many asks per 1,000 turns of a stream (budget.py); a
+    # doubt past the allowance is decided as without a judge. 0: never ask
+    judge_per_1000_turns: float = 30.0
+    judge_burst: float = 3.0
 
     def __post_init__(self) -> None:
         pos = ("max_minutes", "time_gap_minutes", "idle_minutes", "obs_var", "prior_var")
@@ -96,6 +100,8 @@ class DetectorConfig:
             raise ValueError("continuity settings out of range")
         if self.judge_recent_turns < 1 or self.judge_max_chars < 1:
             raise ValueError("judge context sizes must be >= 1")
+        if not 0.0 <= self.judge_per_1000_turns <= 1000.0 or not 1.0 <= self.judge_burst < 1e6:
+            raise ValueError("need 0 <= judge_per_1000_turns <= 1000 and 1 <= judge_burst")
         if not 0.0 <= self.combiner_threshold < 1.0 or not 0.0 <= self.combiner_band < 1.0:
             raise ValueError("combiner_threshold and combiner_band must be in [0, 1)")
 

@@ -31,6 +31,7 @@ import numpy as np
 from episodic.errors import LLMError, SegmenterStateError
 from episodic.segment.base import Signal, array_from_json, array_to_json, finite
 from episodic.segment.bocpd import ChangePoint, Surprisal
+from episodic.segment.budget import JudgeBudget
 from episodic.segment.combiner import CombinerParams, LinearModel, StreamNorm, packaged
 from episodic.segment.config import DetectorConfig as DetectorConfig  # re-exported
 from episodic.segment.episode import OpenEpisode, centroid, parse_ts
@@ -70,6 +71,7 @@ class Detector:
         # frozen and flat: computed once, not per checkpoint
         self._config_state = {f.name: getattr(c, f.name) for f in fields(c)}
         self.judge = judge
+        self.budget = JudgeBudget(c.judge_per_1000_turns, c.judge_burst)
         self._size = SizeCap(c.max_turns, c.max_minutes)
         self._gap = TimeGap(c.time_gap_minutes)
         self._idle = IdleClose(c.idle_minutes)
@@ -141,6 +143,7 @@ class Detector:
         if self._last_seq is not None and turn.seq <= self._last_seq:
             return []  # a replayed turn: already absorbed
         self._last_seq = turn.seq
+        self.budget.tick()
         x = clean_vector(turn.vector)
         self._after_tool_call = self._structural.last_kind == "tool-call"
         self._row = None
@@ -367,7 +370,7 @@ class Detector:
         band = prob >= thr - self.config.combiner_band
         scores["combiner_band"] = 1.0 if band else 0.0
         self.band_hits += band
-        if not band or self.judge is None:
+        if not band or self.judge is None or not self.budget.take():
             return "", 0.0, False, None
         answer = self._ask(turn, prob)
         if answer is None or answer.decision == "continue":
@@ -387,7 +390,7 @@ class Detector:
         w = self._weights
         parts = (w[0] * soft[0], w[1] * min(1.0, 0.5 * soft[1] / c.cp_threshold), w[2] * soft[2])
         reason = SOFT[max(range(3), key=parts.__getitem__)]
-        if ev >= c.cut_threshold or self.judge is None:
+        if ev >= c.cut_threshold or self.judge is None or not self.budget.take():
             return reason, ev, False, None
         answer = self._ask(turn, ev)
         if answer is None:  # the judge failed: when in doubt, split
@@ -455,6 +458,7 @@ class Detector:
             "pending": None if self._pending is None else self._pending.state(),
             "features": None if self._feat is None else self._feat.state(),
             "norm": None if self._norm is None else self._norm.state(),
+            "judge_credit": self.budget.state(),
             "prev": {
                 "reason": self._prev_reason,
                 "ended": None if self._prev_ended is None else self._prev_ended.isoformat(),
@@ -496,6 +500,8 @@ class Detector:
                 det._feat.load_state(state["features"])
             if det._norm is not None and state.get("norm") is not None:
                 det._norm.load(state["norm"])
+            if "judge_credit" in state:  # states from before the budget start afresh
+                det.budget.load(state["judge_credit"])
             det._open = OpenEpisode.from_state(
                 state["open"], det.config.judge_recent_turns, det.config.judge_max_chars
             )

@@ -172,6 +172,52 @@ def test_judge_is_asked_only_in_the_doubt_band(
         assert segs[0].summary == "about next"
 
 
+def doubting(n: int) -> tuple[DetectorConfig, list[SegTurn]]:
+    """Every topic switch lands in the doubt band: two vectors 60 degrees apart."""
+    cfg, turns = ambiguous()
+    c = turns[2].vector
+    vec = [A if (i // 4) % 2 == 0 else c for i in range(n)]
+    roles = ["user" if i % 2 == 0 else "assistant" for i in range(n)]
+    return cfg, [t(i, roles[i], text=f"turn {i}", v=vec[i]) for i in range(n)]
+
+
+@pytest.mark.parametrize(("per_1000", "burst"), [(50.0, 1.0), (100.0, 3.0), (0.0, 1.0)])
+def test_the_judge_is_asked_within_its_budget_and_a_refused_doubt_splits(
+    per_1000: float, burst: float
+) -> None:
+    cfg, turns = doubting(400)
+    unbounded = Judge("new")
+    free_cfg = replace(cfg, judge_per_1000_turns=1000.0, judge_burst=1e5)
+    free = segment_stream(turns, free_cfg, unbounded)
+    assert len(unbounded.asked) >= 90  # every switch is a doubt: about one in four turns
+    judge = Judge("new")
+    budget = replace(cfg, judge_per_1000_turns=per_1000, judge_burst=burst)
+    segs = segment_stream(turns, budget, judge)
+    assert len(judge.asked) <= (per_1000 > 0) + per_1000 * len(turns) / 1000
+    assert len(judge.asked) >= (0 if per_1000 == 0 else per_1000 * len(turns) / 1000 - burst)
+    # a doubt the budget refuses is decided as without a judge (it splits): same cuts
+    assert [s.seqs for s in segs] == [s.seqs for s in free]
+    assert [s.seqs for s in segment_stream(turns, cfg)] == [s.seqs for s in free]
+
+
+def test_the_judge_budget_survives_a_checkpoint() -> None:
+    cfg, turns = doubting(400)
+    cfg = replace(cfg, judge_per_1000_turns=60.0)
+    whole = Judge("new")
+    segment_stream(turns, cfg, whole)
+    parts = Judge("new")
+    det = Detector(cfg, parts)
+    for turn in turns[:201]:
+        det.update(turn)
+    det = Detector.from_state(det.to_state(), parts)
+    for turn in turns[201:]:
+        det.update(turn)
+    det.flush()
+    assert len(whole.asked) >= 20
+    assert [r.turn_text for r in parts.asked] == [r.turn_text for r in whole.asked]
+    assert [r.evidence for r in parts.asked] == [r.evidence for r in whole.asked]
+
+
 def test_without_a_judge_doubt_splits() -> None:
     cfg, turns = ambiguous()
     assert [s.reason for s in segment_stream(turns, cfg)] == ["semantic_shift", "flush"]
