@@ -38,7 +38,8 @@ _TAIL = re.compile(
     r",\s*(?:so|because|but|which|since|and|as|not|though|although|if)\b.*$"
     r"|\s+(?:and|but) (?:he|she|it|they|we|i|i'm)\b.*$"
     r"|\s+(?:because|since|so that|if|unless)\b.*$"
-    r"|,?\s+(?:now|these days|nowadays|currently|for now|at the moment|right now)$",
+    r"|,?\s+(?:now|these days|nowadays|currently|for now|at the moment|right now)$"
+    r"|,\s*(?:remember|you know|as i said|like i said)$",
     re.I,
 )
 JOBS = (
@@ -46,9 +47,25 @@ JOBS = (
     r"teacher|professor|lawyer|accountant|architect|researcher|consultant|writer|"
     r"student|intern|chef|pharmacist|dentist|barista|librarian|journalist|editor|"
     r"electrician|plumber|firefighter|pilot|photographer|musician|artist|founder|cto|ceo|"
-    r"sre|devops|lead|administrator|admin|technician|therapist|veterinarian|vet|translator"
+    r"sre|devops|lead|administrator|admin|technician|therapist|veterinarian|vet|translator|"
+    # trades, care, service and the professions: "I'm a paramedic" is a job, like "engineer"
+    r"paramedic|midwife|surgeon|physician|physiotherapist|psychologist|psychiatrist|"
+    r"optometrist|radiographer|dietitian|nutritionist|caregiver|carer|nanny|counsell?or|"
+    r"social worker|carpenter|mechanic|welder|builder|roofer|painter|decorator|tailor|"
+    r"farmer|baker|butcher|cook|waiter|waitress|bartender|hairdresser|barber|cashier|"
+    r"clerk|secretary|receptionist|cleaner|janitor|driver|courier|postman|soldier|"
+    r"police officer|officer|detective|paralegal|solicitor|barrister|attorney|banker|"
+    r"broker|trader|auditor|actuary|economist|statistician|mathematician|physicist|"
+    r"chemist|biologist|geologist|recruiter|salesperson|realtor|estate agent|tutor|"
+    r"lecturer|coach|trainer|instructor|copywriter|illustrator|animator|tester|"
+    r"sysadmin|entrepreneur|freelancer|contractor|machinist|lifeguard|ranger"
 )
 RELATIONS = (
+    # the in-laws first: "mother" would match inside "mother-in-law" at the hyphen
+    r"(?:mother|father|sister|brother|son|daughter)-in-law|in-laws|"
+    r"step(?:mum|mom|mother|dad|father|son|daughter|brother|sister)|"
+    r"grand(?:son|daughter|children|kids?|parents)|mum|mam|mama|mommy|mummy|papa|twin|"
+    r"neighbou?r|flatmate|housemate|landlord|landlady|"
     r"wife|husband|partner|spouse|girlfriend|boyfriend|fianc[eé]e?|son|daughter|kids?|"
     r"children|child|mom|mother|dad|father|parents|brother|sister|siblings?|grandma|"
     r"grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|best friend|friend|"
