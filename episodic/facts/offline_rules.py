@@ -48,17 +48,17 @@ JOBS = (
     r"student|intern|chef|pharmacist|dentist|barista|librarian|journalist|editor|"
     r"electrician|plumber|firefighter|pilot|photographer|musician|artist|founder|cto|ceo|"
     r"sre|devops|lead|administrator|admin|technician|therapist|veterinarian|vet|translator|"
-    # trades, care, service and the professions: "I'm a paramedic" is a job, like "engineer"
+    # trades, care, service and the professions: "I'm a paramedic" is a job, like
+    # "engineer"; not words as often a trait ("a good cook", "a careful driver")
     r"paramedic|midwife|surgeon|physician|physiotherapist|psychologist|psychiatrist|"
     r"optometrist|radiographer|dietitian|nutritionist|caregiver|carer|nanny|counsell?or|"
-    r"social worker|carpenter|mechanic|welder|builder|roofer|painter|decorator|tailor|"
-    r"farmer|baker|butcher|cook|waiter|waitress|bartender|hairdresser|barber|cashier|"
-    r"clerk|secretary|receptionist|cleaner|janitor|driver|courier|postman|soldier|"
-    r"police officer|officer|detective|paralegal|solicitor|barrister|attorney|banker|"
-    r"broker|trader|auditor|actuary|economist|statistician|mathematician|physicist|"
-    r"chemist|biologist|geologist|recruiter|salesperson|realtor|estate agent|tutor|"
-    r"lecturer|coach|trainer|instructor|copywriter|illustrator|animator|tester|"
-    r"sysadmin|entrepreneur|freelancer|contractor|machinist|lifeguard|ranger"
+    r"social worker|carpenter|mechanic|welder|roofer|tailor|farmer|baker|butcher|waiter|"
+    r"waitress|bartender|hairdresser|barber|cashier|clerk|secretary|receptionist|cleaner|"
+    r"janitor|courier|postman|soldier|police officer|detective|paralegal|solicitor|"
+    r"barrister|attorney|banker|broker|auditor|actuary|economist|statistician|"
+    r"mathematician|physicist|chemist|biologist|geologist|recruiter|salesperson|realtor|"
+    r"estate agent|tutor|lecturer|instructor|copywriter|illustrator|animator|sysadmin|"
+    r"entrepreneur|freelancer|contractor|machinist"
 )
 RELATIONS = (
     # the in-laws first: "mother" would match inside "mother-in-law" at the hyphen
