@@ -115,6 +115,13 @@ def write_jsonl(path: Path, turns: list[dict[str, Any]]) -> Path:
     return path
 
 
+# u1's two streams (the second's words marked "second"), the input of the
+# concurrency and crash trials, consolidated with SETTINGS
+TWO_STREAMS = fact_turns("u1", "s1") + fact_turns("u1", "s2", offset=3, marker="second")
+SETTINGS = {"batch_turns": 8}  # several persist steps per stream
+USERS = ("u1", "u2")  # the users of the crash trials' input (u1's streams and one of u2's)
+
+
 # ---- a memory on a home ---------------------------------------------------------
 
 

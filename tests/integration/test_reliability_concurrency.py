@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 
 from tests.integration.reliability_support import (
+    SETTINGS,
+    TWO_STREAMS,
     Check,
     ChildResult,
     ForkServer,
     check_invariants,
-    fact_turns,
     final_state,
     forkserver_for,
     open_repos,
@@ -31,9 +32,6 @@ from tests.integration.reliability_support import (
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
-
-SETTINGS = {"batch_turns": 8}
-TURNS = fact_turns("u1", "s1") + fact_turns("u1", "s2", offset=3, marker="second")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +49,7 @@ def ingested(home: Path, turns: list[dict[str, Any]], name: str = "in.jsonl") ->
 
 @pytest.fixture(scope="module")
 def reference(server: ForkServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    home = ingested(tmp_path_factory.mktemp("ref") / "home", TURNS)
+    home = ingested(tmp_path_factory.mktemp("ref") / "home", TWO_STREAMS)
     (res,) = server.run({"home": home, "settings": SETTINGS})
     assert res.status == 0, res.log[-3000:]
     return final_state(open_repos(home), "u1")
@@ -75,13 +73,13 @@ def _record(kind: str, check: Check, **figures: Any) -> None:
 def test_two_consolidations_at_once_equal_one(
     server: ForkServer, reference: dict[str, Any], tmp_path: Path
 ) -> None:
-    home = ingested(tmp_path / "home", TURNS)
+    home = ingested(tmp_path / "home", TWO_STREAMS)
     job = {"home": home, "settings": SETTINGS}
     a, b = server.run(job, job)
     assert a.status == 0 and b.status == 0, (a.log[-2000:], b.log[-2000:])
     repos = open_repos(home)
     check = check_invariants(repos, "u1")
-    assert check.ok and check.covered == check.turns == len(TURNS), check
+    assert check.ok and check.covered == check.turns == len(TWO_STREAMS), check
     assert final_state(repos, "u1") == reference
     assert a.summary and b.summary
     closed = a.summary["episodes_closed"] + b.summary["episodes_closed"]
@@ -94,23 +92,23 @@ def test_ingest_during_consolidation_loses_nothing(
 ) -> None:
     from episodic.service.ingest import ingest_file
 
-    half = len(TURNS) // 3
-    home = ingested(tmp_path / "home", TURNS[:half])
+    half = len(TWO_STREAMS) // 3
+    home = ingested(tmp_path / "home", TWO_STREAMS[:half])
     raw = open_repos(home).raw
     th, box = in_background(server, {"home": home, "settings": SETTINGS, "flush": False})
     appended = 0
-    for upto in range(half + 7, len(TURNS) + 7, 7):  # the file grows while the flow runs
-        path = write_jsonl(tmp_path / "in.jsonl", TURNS[: min(upto, len(TURNS))])
+    for upto in range(half + 7, len(TWO_STREAMS) + 7, 7):  # the file grows while the flow runs
+        path = write_jsonl(tmp_path / "in.jsonl", TWO_STREAMS[: min(upto, len(TWO_STREAMS))])
         appended += ingest_file(raw, path, "jsonl").accepted
     th.join()
     assert box[0].status == 0, box[0].log[-2000:]
-    assert appended == len(TURNS) - half
+    assert appended == len(TWO_STREAMS) - half
     # the next poll picks up whatever the running one did not see
     (res,) = server.run({"home": home, "settings": SETTINGS})
     assert res.status == 0, res.log[-2000:]
     repos = open_repos(home)
     check = check_invariants(repos, "u1")
-    assert check.ok and check.covered == check.turns == len(TURNS), check
+    assert check.ok and check.covered == check.turns == len(TWO_STREAMS), check
     got = final_state(repos, "u1")
     # salience may differ: novelty is measured against the episodes scored before
     assert [e[:4] for e in got["episodes"]] == [e[:4] for e in reference["episodes"]]
@@ -127,7 +125,7 @@ def test_ingest_during_consolidation_loses_nothing(
 def test_searches_during_consolidation_see_whole_episodes(
     server: ForkServer, reference: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home = ingested(tmp_path / "home", TURNS)
+    home = ingested(tmp_path / "home", TWO_STREAMS)
     memory = use_home(monkeypatch, home)
     rt = memory.rt
     th, box = in_background(server, {"home": home, "settings": SETTINGS})
@@ -179,7 +177,7 @@ def test_two_ingests_into_one_stream_get_distinct_seqs(tmp_path: Path) -> None:
     logs = [RawLog(Store(uri)), RawLog(Store(uri))]
     files = []
     for k in range(2):
-        rows = [dict(t, text=f"{t['text']} from writer {k}") for t in TURNS[:30]]
+        rows = [dict(t, text=f"{t['text']} from writer {k}") for t in TWO_STREAMS[:30]]
         files.append(
             [write_jsonl(tmp_path / f"w{k}-{j}.jsonl", rows[j * 6 : j * 6 + 6]) for j in range(5)]
         )

@@ -27,6 +27,9 @@ from typing import Any
 import pytest
 
 from tests.integration.reliability_support import (
+    SETTINGS,
+    TWO_STREAMS,
+    USERS,
     ChildResult,
     ForkServer,
     check_invariants,
@@ -42,8 +45,6 @@ from tests.integration.reliability_support import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
-SETTINGS = {"batch_turns": 8}  # several persist steps per stream
-USERS = ("u1", "u2")
 
 # (point, nth hit): every named point, early and late in the run
 POINTS = [
@@ -77,11 +78,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from episodic.service.ingest import ingest_file
 
     home = tmp_path_factory.mktemp("pristine")
-    turns = (
-        fact_turns("u1", "s1")
-        + fact_turns("u1", "s2", offset=3, marker="second")
-        + fact_turns("u2", "s1", episodes=4, offset=5)
-    )
+    turns = TWO_STREAMS + fact_turns("u2", "s1", episodes=4, offset=5)
     rep = ingest_file(open_repos(home).raw, write_jsonl(home / "in.jsonl", turns), "jsonl")
     assert rep.accepted == len(turns) and rep.rejected == 0
     return home

@@ -43,6 +43,7 @@ from typing import Any
 import pytest
 
 from tests.integration.reliability_support import (
+    USERS,
     ChildResult,
     ForkServer,
     check_invariants,
@@ -55,7 +56,6 @@ from tests.integration.reliability_support import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
-USERS = ("u1", "u2")
 STREAMS = (("u1", "s1"), ("u1", "s2"), ("u2", "s1"))
 BIG_EPISODES, BIG_TURNS_PER = 10, 12  # 120 turns a stream, 360 in all
 BATCH = 100  # 4 appends for the file
