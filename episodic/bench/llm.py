@@ -111,6 +111,14 @@ def _run(samples: list[dict[str, Any]], provider: Any, work: Path, embedder: str
     return {"turns": turns, "summary": summary, "wall_s": round(wall, 2), "unscored": unscored}
 
 
+def _groups(by_written: dict[str, Any]) -> dict[str, Any]:
+    return {
+        g: {k: r[k] for k in ("cases", "recall", "precision", "wrong_supersessions")}
+        | {"failed_cases": [f["case"] for f in r["failures"]]}
+        for g, r in by_written.items()
+    }
+
+
 def bench_llm(
     data: Path | None = None,
     *,
@@ -158,12 +166,11 @@ def bench_llm(
     per_1000 = round(1000 * calls_first / turns, 1) if turns else 0.0
     suite = run_suite(cases=CASES + HELD_OUT)
     suite.pop("failures", None)
-    by_written = run_by_written(cases=CASES + HELD_OUT)
-    suite["by_written"] = {
-        g: {k: r[k] for k in ("cases", "recall", "precision", "wrong_supersessions")}
-        | {"failed_cases": [f["case"] for f in r["failures"]]}
-        for g, r in by_written.items()
-    }
+    suite["by_written"] = _groups(run_by_written(cases=CASES + HELD_OUT))
+    if base_url:  # the model path on the same cases (issue 28), beside the offline one
+        fallbacks = inner.usage.fallbacks
+        suite["model_by_written"] = _groups(run_by_written(inner, CASES + HELD_OUT))
+        suite["model_fallbacks"] = inner.usage.fallbacks - fallbacks
     return {
         "benchmark": "llm",
         "provider": inner.name,
