@@ -181,6 +181,7 @@ class CombinerParams:
             beta0=float(h["beta0"]),
             bocpd=bool(need & set(BOCPD)),
             lexical=bool(need & set(LEXICAL)),
+            pair_ema5_only=need == {"dp_ema5"},
         )
 
     def save(self, path: str | Path) -> None:

@@ -147,9 +147,12 @@ class BoundaryFeatures:
         beta0: float = 0.65,
         bocpd: bool = True,
         lexical: bool = True,
+        pair_ema5_only: bool = False,
     ) -> None:
         """`bocpd=False` / `lexical=False`: a model that reads none of those features
-        skips their work (the run-length recursion, the word sets); they read 0."""
+        skips their work (the run-length recursion, the word sets); they read 0.
+        `pair_ema5_only`: a model that reads `dp_ema5` alone (the shipped one) gets
+        rows of that one feature, computed as the full row computes it."""
         scale = np.asarray(boc_scale, dtype=np.float64).ravel()
         if dims < 1 or not 1 <= scale.size <= dims or not (scale > 0).all():
             raise ValueError("need dims >= 1 and 1..dims positive BOCPD scales")
@@ -163,6 +166,7 @@ class BoundaryFeatures:
         self.kappa0, self.alpha0, self.beta0 = kappa0, alpha0, beta0
         self._boc = NigBocpd(self.boc_dims, max_run, hazard_lambda, kappa0, alpha0, beta0)
         self.bocpd, self.lexical = bocpd, lexical
+        self.pair_ema5_only = pair_ema5_only and not bocpd and not lexical
         self._reset()
 
     def _reset(self) -> None:
@@ -211,8 +215,9 @@ class BoundaryFeatures:
             self.last_log_evidence = boc.log_evidence if self._n > 1 else None
         else:
             cur.cp = cur.sur = cur.erl = 0.0
-        cur.q = 1.0 if "?" in text else 0.0
-        cur.len = math.log1p(len(text.split()))
+        if not self.pair_ema5_only:
+            cur.q = 1.0 if "?" in text else 0.0
+            cur.len = math.log1p(len(text.split()))
         row = None
         if self._held is not None and not want:
             self._skip(self._held)
@@ -255,6 +260,8 @@ class BoundaryFeatures:
 
     def _skip(self, p: _Held) -> None:
         """What `_row` does to the running z-scores, without the row."""
+        if self.pair_ema5_only:
+            return  # no z-scored feature is read
         if self._nh:
             mu = self._sum / (self._n + self.n0)
             self._z_update(self._d4, self._d_w4(p.z, mu), 0.1)
@@ -279,9 +286,29 @@ class BoundaryFeatures:
         acc[2] = n + 1.0
         return z
 
+    def _pair_ema5(self, p: _Held, nxt: _Held | None) -> dict[str, float]:
+        """`_row`'s `dp_ema5` alone, by the same arithmetic: the centred pair (the
+        turn and the next) against the stream's ema5, cosine distance."""
+        if not self._nh:
+            return {"dp_ema5": 0.0}
+        mu = self._sum / (self._n + self.n0)
+        ref = self._M[8] - mu
+        a = p.z - mu
+        rn = math.sqrt(float(ref @ ref)) + 1e-12
+        ga, qa = float(a @ ref), float(a @ a)
+        if nxt is None:
+            return {"dp_ema5": 1.0 - ga / ((math.sqrt(qa) + 1e-12) * rn)}
+        b = nxt.z - mu
+        ab, qb = float(a @ b), float(b @ b)
+        gp = 0.5 * (ga + float(b @ ref))
+        npair = 0.5 * math.sqrt(max(qa + 2.0 * ab + qb, 0.0)) + 1e-12
+        return {"dp_ema5": 1.0 - gp / (npair * rn)}
+
     def _row(
         self, p: _Held, nxt: _Held | None, cp_delay: float, cp_delay2: float
     ) -> dict[str, float]:
+        if self.pair_ema5_only:
+            return self._pair_ema5(p, nxt)
         f: dict[str, float] = {}
         nh = self._nh
         mu = self._sum / (self._n + self.n0)

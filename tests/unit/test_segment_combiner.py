@@ -240,3 +240,36 @@ def test_default_detector_restored_at_every_turn_equals_one_pass() -> None:
     got.extend(Detector.from_state(state).flush())
     assert got == expected
     assert any(s.reason in ("combiner", "semantic_shift") for s in expected)
+
+
+def test_the_one_feature_row_equals_the_full_rows_value() -> None:
+    """The shipped model reads `dp_ema5` alone; its fast row gives the value the
+    full row gives, on every candidate, and the detector cuts the same."""
+    params = packaged()
+    narrow = params.features(params.models["stream"].features)
+    assert narrow.pair_ema5_only
+    full = params.features()
+    assert not full.pair_ema5_only
+    turns = topic_stream(8, 7)
+    rows = 0
+    for t in turns:
+        z = params.project(np.asarray(t.vector, dtype=np.float64))
+        rn, rf = narrow.update(z, t.role, t.text, t.seq), full.update(z, t.role, t.text, t.seq)
+        assert (rn is None) == (rf is None)
+        if rn is not None and rf is not None:
+            assert rn == {"dp_ema5": pytest.approx(rf["dp_ema5"], rel=1e-12, abs=1e-12)}
+            rows += 1
+    last_n, last_f = narrow.finish(), full.finish()
+    assert last_n is not None and last_f is not None
+    assert last_n["dp_ema5"] == pytest.approx(last_f["dp_ema5"], rel=1e-12, abs=1e-12)
+    assert rows == len(turns) - 1
+
+    def cuts(det: Detector) -> list[tuple[int, ...]]:
+        return [s.seqs for t in turns for s in det.update(t)] + [s.seqs for s in det.flush()]
+
+    fast, slow = Detector(DetectorConfig()), Detector(DetectorConfig())
+    slow._feat = full.__class__(
+        full.dims, full.boc_scale, n0=full.n0, bocpd=False, lexical=False
+    )  # the full row, on the same (no BOCPD, no lexical) stream
+    got = cuts(fast)
+    assert len(got) >= 4 and got == cuts(slow)
