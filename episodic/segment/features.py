@@ -245,6 +245,14 @@ class BoundaryFeatures:
 
     def _absorb(self, h: _Held) -> None:
         z, M = h.z, self._M
+        if self.pair_ema5_only:  # the one reference its row reads
+            self._nh = min(self._nh + 1, 8)
+            if self._nh == 1:
+                M[8] = z
+            else:
+                M[8] *= 0.5
+                M[8] += 0.5 * z
+            return
         M[1:8] = M[0:7]  # overlapping: numpy copies through a buffer
         M[0] = z
         self._nh = min(self._nh + 1, 8)
