@@ -217,3 +217,23 @@ class Reflection(BaseModel):
     recall_count: int = 0
     last_recalled_at: datetime | None = None
     status: ReflectionStatus = "active"
+
+
+class RunUsage(BaseModel):
+    """One run's model use for one user: also the view the faces show."""
+
+    model_config = ConfigDict(frozen=True, protected_namespaces=())
+
+    user_id: str
+    run: str
+    at: datetime | None
+    provider: str
+    model: str
+    calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    fallbacks: int
+    failures: int
+    wait_s: float
+    cost_usd: float | None

@@ -224,7 +224,8 @@ def _record_usage(rt: Runtime, before: dict[str, dict[str, float]], began: datet
     from prefect.runtime import flow_run
 
     from episodic.llm.accounting import stage_report
-    from storage.ledger import COUNTS, Ledger, RunUsage
+    from episodic.models import RunUsage
+    from storage.ledger import COUNTS, Ledger
 
     name, model = rt.provider.name, rt.provider.model
     per_user = stage_report(before, _users_usage(rt), name, model)

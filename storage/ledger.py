@@ -5,13 +5,11 @@ never content; a forget deletes the user's rows with the rest."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict
 
-from episodic.models import now_utc, stable_id
+from episodic.models import RunUsage, now_utc, stable_id
 from storage import filters
 from storage.codec import to_aware, to_naive
 from storage.db import Store
@@ -36,26 +34,6 @@ def schema() -> pa.Schema:
             ("cost_usd", pa.float64()),  # null: the model has no published price
         ]
     )
-
-
-class RunUsage(BaseModel):
-    """One run's model use for one user: also the view the faces show."""
-
-    model_config = ConfigDict(frozen=True, protected_namespaces=())
-
-    user_id: str
-    run: str
-    at: datetime | None
-    provider: str
-    model: str
-    calls: int
-    cache_hits: int
-    input_tokens: int
-    output_tokens: int
-    fallbacks: int
-    failures: int
-    wait_s: float
-    cost_usd: float | None
 
 
 class Ledger:

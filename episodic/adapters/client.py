@@ -28,9 +28,8 @@ from pydantic import TypeAdapter
 
 from episodic.closing import Closing
 from episodic.errors import NotFoundError
-from episodic.service.search import HIT_KINDS
-from episodic.service.status import StreamStatus
 from episodic.service.views import (
+    HIT_KINDS,
     AddReceipt,
     EpisodeDetail,
     EpisodeView,
@@ -40,6 +39,7 @@ from episodic.service.views import (
     Hit,
     IngestStatus,
     ReflectionView,
+    StreamStatus,
 )
 
 T = TypeVar("T")

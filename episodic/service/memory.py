@@ -32,9 +32,10 @@ from episodic.service.drain import DrainReport, drain_spool
 from episodic.service.ingest import IngestReport, ingest_file
 from episodic.service.receipts import ingest_status
 from episodic.service.runtime import Runtime, build_runtime
-from episodic.service.search import HIT_KINDS, MemoryOptions, search_memory
-from episodic.service.status import StreamStatus, stream_status
+from episodic.service.search import MemoryOptions, search_memory
+from episodic.service.status import stream_status
 from episodic.service.views import (
+    HIT_KINDS,
     AddReceipt,
     EpisodeDetail,
     EpisodeView,
@@ -45,6 +46,7 @@ from episodic.service.views import (
     IngestStatus,
     ReflectionView,
     Rejection,
+    StreamStatus,
     UsageView,
 )
 from storage.frames import user_exists

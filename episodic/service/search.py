@@ -30,7 +30,7 @@ from episodic.retrieval import (
     turn_line,
 )
 from episodic.service.runtime import Runtime
-from episodic.service.views import Hit, HitTurn
+from episodic.service.views import HIT_KINDS, Hit, HitTurn
 from storage.codec import to_aware
 from storage.search import (
     Match,
@@ -63,7 +63,6 @@ def _event_time(kind: str, r: dict[str, Any]) -> datetime | None:
 
 # the shipped design (docs/retrieval.md): hybrid hits on turns, facts and reflections
 
-HIT_KINDS = ("turns", "facts", "reflections")
 # what ranking and the result need of a fact or reflection, read with its hit
 _ROW = {
     kind: (

@@ -5,37 +5,11 @@ that touched the stream with its final state."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from episodic.models import now_utc
 from episodic.service.runtime import Runtime
-
-
-@dataclass(frozen=True)
-class StreamStatus:
-    user_id: str
-    stream_id: str
-    raw_turns: int
-    head_seq: int
-    watermark: int
-    unprocessed_turns: int
-    # lag in processing time: since the oldest unprocessed turn was captured
-    oldest_unprocessed_age_s: float | None
-    oldest_unprocessed_event_ts: datetime | None
-    open_episode_turns: int
-    episodes: int
-    last_event_ts: datetime | None
-    checkpoint_updated_at: datetime | None
-    last_run: str
-    last_run_state: str
-
-    def as_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        for k in ("oldest_unprocessed_event_ts", "last_event_ts", "checkpoint_updated_at"):
-            v = d[k]
-            d[k] = v.isoformat() if v is not None else None
-        return d
+from episodic.service.views import StreamStatus
 
 
 def stream_status(rt: Runtime, user_id: str | None = None) -> list[StreamStatus]:

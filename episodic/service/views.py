@@ -5,13 +5,13 @@ Each view is built from a stored row by its `of` constructor, in one place."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from episodic.models import Episode, Turn
-from storage.ledger import RunUsage
+from episodic.models import Episode, RunUsage, Turn
 
 
 class View(BaseModel):
@@ -44,6 +44,9 @@ class HitTurn(View):
     speaker: str
     text: str
     event_ts: datetime
+
+
+HIT_KINDS = ("turns", "facts", "reflections")  # what a search may return
 
 
 class Hit(View):
@@ -212,3 +215,29 @@ class UsageView(View):
     cost_usd: float  # of the priced runs
     unpriced_runs: int  # runs on a model without a published price
     recent: list[RunUsage]  # the ledger's rows, newest first
+
+
+@dataclass(frozen=True)
+class StreamStatus:
+    user_id: str
+    stream_id: str
+    raw_turns: int
+    head_seq: int
+    watermark: int
+    unprocessed_turns: int
+    # lag in processing time: since the oldest unprocessed turn was captured
+    oldest_unprocessed_age_s: float | None
+    oldest_unprocessed_event_ts: datetime | None
+    open_episode_turns: int
+    episodes: int
+    last_event_ts: datetime | None
+    checkpoint_updated_at: datetime | None
+    last_run: str
+    last_run_state: str
+
+    def as_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        for k in ("oldest_unprocessed_event_ts", "last_event_ts", "checkpoint_updated_at"):
+            v = d[k]
+            d[k] = v.isoformat() if v is not None else None
+        return d

@@ -50,7 +50,7 @@ def _status(rows: list[Any]) -> list[dict[str, Any]]:
     """Stream status as JSON, without its one clock reading (the lag's age)."""
     from pydantic import TypeAdapter
 
-    from episodic.service.status import StreamStatus
+    from episodic.service.views import StreamStatus
 
     if rows and isinstance(rows[0], StreamStatus):
         rows = TypeAdapter(list[StreamStatus]).dump_python(rows, mode="json")

@@ -28,7 +28,6 @@ from episodic.adapters.http.auth import Reader, Writer
 from episodic.adapters.http.limits import BodyLimit, TimedH11
 from episodic.errors import NotFoundError
 from episodic.service.memory import Memory
-from episodic.service.status import StreamStatus
 from episodic.service.views import (
     AddReceipt,
     EpisodeDetail,
@@ -39,6 +38,7 @@ from episodic.service.views import (
     Hit,
     IngestStatus,
     ReflectionView,
+    StreamStatus,
     UsageView,
 )
 
