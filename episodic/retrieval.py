@@ -82,11 +82,28 @@ def turn_line(speaker: str, text: str, caption: str | None = None) -> str:
     return line + IMAGE.format(caption) if caption else line
 
 
+RUN_LINES = 3  # at most this many turns before a turn in its search document
+
+
 def turn_doc(line: str, previous: str | None) -> str:
-    """The search document of a turn: the turn before it (same stream, within the
-    context gap) and the turn itself. An answer is found by the words of the
-    question that drew it (+4 points of evidence recall on dev5)."""
+    """The search document of a turn: the turns before it (`doc_before`) and the
+    turn itself. An answer is found by the words of the question that drew it
+    (+4 points of evidence recall on dev5)."""
     return f"{previous}\n{line}" if previous else line
+
+
+def doc_before(speaker: str, earlier: Sequence[tuple[str, str]]) -> str | None:
+    """What precedes a turn in its document, from `earlier` (speaker, line) pairs,
+    nearest first, each within the context gap of the next: the turn before it,
+    and when that is the same speaker's (one message sent as several), back
+    through that run to the other speaker's turn that drew it, at most
+    `RUN_LINES` turns."""
+    lines: list[str] = []
+    for who, line in earlier[:RUN_LINES]:
+        lines.append(line)
+        if who != speaker:
+            break
+    return "\n".join(reversed(lines)) or None
 
 
 def relevance(

@@ -19,10 +19,12 @@ from episodic.models import Turn, now_utc
 from episodic.retrieval import (
     CONTEXT_GAP_MINUTES,
     CONTEXT_TURNS,
+    RUN_LINES,
     STALE_PENALTY,
     Components,
     ScoreWeights,
     context_rows,
+    doc_before,
     fixed_score,
     hours_between,
     states_stale,
@@ -115,6 +117,20 @@ def _close(a: Turn, b: Turn) -> bool:
     return hours_between(a.event_ts, b.event_ts) * 60.0 <= CONTEXT_GAP_MINUTES
 
 
+def _earlier(turns: Sequence[Turn], i: int) -> list[tuple[str, str]]:
+    """The turns before turns[i], nearest first, while each is the seq just before
+    the next and within the context gap of it."""
+    out: list[tuple[str, str]] = []
+    j = i
+    while j > 0 and len(out) < RUN_LINES:
+        prev, nxt = turns[j - 1], turns[j]
+        if prev.seq != nxt.seq - 1 or not _close(prev, nxt):
+            break
+        out.append((_speaker(prev), _line(prev)))
+        j -= 1
+    return out
+
+
 DOC_BATCH = 5_000  # documents per commit while catching up
 
 
@@ -140,12 +156,12 @@ def _sync_turn_docs(rt: Runtime, user_id: str) -> tuple[int, datetime | None]:
         mark = marks.get(head.stream_id, -1)
         if head.head_seq <= mark:
             continue
-        turns = rt.raw.read(user_id, head.stream_id, max(-1, mark - 1), head.head_seq)
+        since = max(-1, mark - RUN_LINES)  # the turns a new document may reach back to
+        turns = rt.raw.read(user_id, head.stream_id, since, head.head_seq)
         for i, t in enumerate(turns):
             if t.seq <= mark:
                 continue
-            prev = turns[i - 1] if i > 0 and turns[i - 1].seq == t.seq - 1 else None
-            before = _line(prev) if prev is not None and _close(prev, t) else None
+            before = doc_before(_speaker(t), _earlier(turns, i))
             rows.append(
                 {
                     "turn_id": t.turn_id,

@@ -13,6 +13,7 @@ from episodic.retrieval import (
     W_TEXT,
     ScoreWeights,
     context_rows,
+    doc_before,
     fixed_score,
     relevance,
     rrf_scores,
@@ -55,6 +56,16 @@ def test_turn_doc_holds_the_turn_before() -> None:
     assert line == "Jon: I lost my job [image: a photo of a desk]"
     assert turn_doc(line, "Gina: what happened?") == "Gina: what happened?\n" + line
     assert turn_doc(line, None) == line
+
+
+def test_a_run_of_one_speakers_messages_reads_back_to_what_drew_it() -> None:
+    # nearest first, as the stream gives them
+    run = [("bo", "bo: at Yosemite"), ("bo", "bo: went hiking"), ("al", "al: weekend?")]
+    assert doc_before("bo", run) == "al: weekend?\nbo: went hiking\nbo: at Yosemite"
+    assert doc_before("al", run) == "bo: at Yosemite"  # another speaker's turn: just it
+    long = [("bo", f"bo: part {i}") for i in range(6)]
+    assert doc_before("bo", long) == "bo: part 2\nbo: part 1\nbo: part 0"  # RUN_LINES
+    assert doc_before("bo", []) is None
 
 
 def test_context_is_hit_first_and_stops_at_gaps() -> None:
