@@ -17,8 +17,6 @@ class JudgeBudget:
         self.rate = per_1000_turns / 1000.0
         self.burst = burst
         self.credit = 1.0 if per_1000_turns > 0 else 0.0  # 0: never ask
-        self.asked = 0  # asks granted since construction (not checkpointed)
-        self.refused = 0  # band decisions left to the detector for want of credit
 
     def tick(self) -> None:
         """One turn read."""
@@ -28,9 +26,7 @@ class JudgeBudget:
         """Spend one call when there is one to spend."""
         if self.credit >= 1.0:
             self.credit -= 1.0
-            self.asked += 1
             return True
-        self.refused += 1
         return False
 
     def state(self) -> float:
