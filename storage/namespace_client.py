@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from types import ModuleType
 
 CLIENT = "lance_namespace_urllib3_client"
 
@@ -35,7 +34,7 @@ def defer() -> None:
     sys.modules[CLIENT] = package
 
 
-def loaded(module: ModuleType | None = None) -> bool:
+def loaded() -> bool:
     """Whether the client package's own `__init__` has run (for the tests)."""
-    module = module or sys.modules.get(CLIENT)
+    module = sys.modules.get(CLIENT)
     return module is not None and "__getattr__" not in module.__dict__
