@@ -80,12 +80,18 @@ class Page:
 
     def click(self, css: str) -> str:
         """Click a link or button and wait for the page it opens."""
-        from selenium.webdriver.support import expected_conditions as ec
+        from selenium.common.exceptions import WebDriverException
         from selenium.webdriver.support.ui import WebDriverWait
 
-        old = self.el("html")
+        # A mark on the old window: it is gone once the new page has loaded.
+        # Polling the old element instead can hit chromedriver mid-navigation.
+        self.d.execute_script("window.__leaving = true")
         self.el(css).click()
-        WebDriverWait(self.d, 60).until(ec.staleness_of(old))
+        WebDriverWait(self.d, 60, ignored_exceptions=(WebDriverException,)).until(
+            lambda d: d.execute_script(
+                "return !window.__leaving && document.readyState === 'complete'"
+            )
+        )
         return self.body()
 
     def login(self, key: str) -> str:
