@@ -69,16 +69,44 @@ class Store:
             storage_options=dict(storage_options) if storage_options else None,
         )
         self._tables: dict[str, Any] = {}
+        self._cache_mb = cache_mb
+        self._datasets: dict[str, Any] = {}  # table name -> pylance dataset (`dataset`)
 
     def table(self, name: str) -> Any:
+        """One of the schema's tables (`storage.schemas`)."""
         if name not in self._tables:
-            schema = schemas.schema(name, self.dim)
+            return self.declared(name, schemas.schema(name, self.dim))
+        return self._tables[name]
+
+    def declared(self, name: str, schema: Any) -> Any:
+        """A table whose repository declares its own schema (search documents,
+        keys, receipts ...), created on first use and opened once."""
+        if name not in self._tables:
             try:
                 tbl = self.db.open_table(name)
             except (FileNotFoundError, ValueError):
                 tbl = self.db.create_table(name, schema=schema, exist_ok=True)
             self._tables[name] = tbl
         return self._tables[name]
+
+    def dataset(self, tbl: Any) -> Any:
+        """The newest version of an open table as a pylance dataset. The
+        search path reads through it: a query there costs a third to a half
+        of the same query through lancedb's wrapper (3-6 ms vs 9-13 on a
+        2-core VM). One dataset per table, moved to each new version, so its
+        index and metadata caches (bounded like the connection's) carry over."""
+        version = tbl.version  # read_consistency_interval=0: the newest commit
+        ds = self._datasets.get(tbl.name)
+        if ds is None:
+            mib = 1024 * 1024
+            ds = tbl.to_lance(
+                index_cache_size_bytes=self._cache_mb * mib * 3 // 4,
+                metadata_cache_size_bytes=self._cache_mb * mib // 4,
+            )
+        if ds.version != version:
+            ds = ds.checkout_version(version)
+        self._datasets[tbl.name] = ds
+        return ds
 
     def table_names(self) -> list[str]:
         return list(schemas.TABLES)

@@ -69,10 +69,7 @@ def _digest(salt: bytes, secret: str) -> bytes:
 
 def open_table(store: Store, name: str, sch: pa.Schema) -> Any:
     """A table of a repository that declares its own schema, created on first use."""
-    try:
-        return store.db.open_table(name)
-    except (FileNotFoundError, ValueError):
-        return store.db.create_table(name, schema=sch, exist_ok=True)
+    return store.declared(name, sch)
 
 
 class ApiKeys:

@@ -13,6 +13,11 @@ version.
 and returns; a background thread (and the process's exit, and `flush()`)
 writes them, one update per table and user for each recall count. A process
 killed between a search and the next flush (1 s) loses those recalls only.
+
+Each update leaves a small fragment (and deletion files) behind, and every
+later search of the table reads them all: 120 searches took a user's facts
+from 2 fragments to 97 and a facts search from 23 ms to 62. So a flush that
+leaves a table with `COMPACT_AT` fragments or more compacts it.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from storage.db import Store
 from storage.lease import file_lock
 
 LOCK = "recall"
+COMPACT_AT = 16  # fragments; a compacted table has 1-2
 log = logging.getLogger(__name__)
 
 
@@ -63,6 +69,22 @@ def bump_recalls(
     with file_lock(store.uri, LOCK):
         result = tbl.update(where=where, values_sql=values)
     return int(result.rows_updated)
+
+
+def compact_if_fragmented(store: Store, table: str, at: int = COMPACT_AT) -> bool:
+    """Compact `table` (and fold its new rows into its indexes) when it has
+    `at` fragments or more; versions are kept (readers may be on them) until
+    the maintain flow's cleanup. A compaction that loses a commit race to
+    another writer is skipped: the next flush tries again."""
+    if store.fragments(table) < at:
+        return False
+    try:
+        with file_lock(store.uri, LOCK):
+            store.table(table).optimize()
+    except Exception:
+        log.warning("compacting %s skipped; the next flush retries", table)
+        return False
+    return True
 
 
 _Key = tuple[str, str, str]  # table, id column, user
@@ -108,6 +130,7 @@ class RecallLog:
         with self._lock:
             taken, self._pending = self._pending, {}
         written = 0
+        touched: set[str] = set()
         for (table, id_column, user_id), seen in taken.items():
             by_times: dict[int, list[str]] = {}
             for i, (n, _) in seen.items():
@@ -116,9 +139,12 @@ class RecallLog:
                 stamp = max(seen[i][1] for i in ids)
                 try:
                     written += bump_recalls(self.store, table, id_column, user_id, ids, stamp, n)
+                    touched.add(table)
                 except Exception:
                     log.warning("recalls of %d %s not written yet; retried", len(ids), table)
                     self._requeue((table, id_column, user_id), {i: seen[i] for i in ids})
+        for table in sorted(touched):
+            compact_if_fragmented(self.store, table)
         return written
 
     def _requeue(self, key: _Key, items: dict[str, tuple[int, datetime]]) -> None:

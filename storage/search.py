@@ -72,18 +72,10 @@ class TurnDocs:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._tbl: Any = None
 
     @property
     def table(self) -> Any:
-        if self._tbl is None:
-            try:
-                self._tbl = self.store.db.open_table(TURN_DOCS)
-            except (FileNotFoundError, ValueError):
-                self._tbl = self.store.db.create_table(
-                    TURN_DOCS, schema=turn_docs_schema(), exist_ok=True
-                )
-        return self._tbl
+        return self.store.declared(TURN_DOCS, turn_docs_schema())
 
     def count(self, user_id: str) -> int:
         return int(self.table.count_rows(filters.sql(filters.user(user_id))))
@@ -127,12 +119,12 @@ class TurnDocs:
     def by_ids(self, user_id: str, turn_ids: Sequence[str]) -> list[dict[str, Any]]:
         if not turn_ids:
             return []
-        return list(
-            self.table.search()
-            .where(filters.user_in(user_id, "turn_id", turn_ids))
-            .select(["turn_id", "stream_id", "seq", "event_ts", "doc"])
-            .limit(len(set(turn_ids)) + 1)
-            .to_list()
+        return read(
+            self.store,
+            self.table,
+            filters.user_in(user_id, "turn_id", turn_ids),
+            ["turn_id", "stream_id", "seq", "event_ts", "doc"],
+            len(set(turn_ids)) + 1,
         )
 
     def around(self, user_id: str, stream_id: str, lo: int, hi: int) -> list[dict[str, Any]]:
@@ -151,28 +143,62 @@ class TurnDocs:
         return sorted(rows, key=lambda r: int(r["seq"]))
 
 
+def read(
+    store: Store,
+    tbl: Any,
+    cond: Expr | str,
+    columns: Sequence[str],
+    limit: int | None = None,
+    *,
+    text: str | None = None,
+    vector: tuple[str, np.ndarray] | None = None,
+) -> list[dict[str, Any]]:
+    """One read of the search path, through the table's pylance dataset
+    (`Store.dataset`): the rows matching `cond`, or their BM25 top-`limit`
+    for `text` (with `_score`), or their cosine top-`limit` for (column,
+    vector) (with `_distance`). `cond` is an Expr of bound literals
+    (rendered by `filters.sql`) or a string of constants and such renderings."""
+    extra: dict[str, Any] = {}
+    names = list(columns)
+    if text is not None:
+        extra = {"full_text_query": text, "prefilter": True}
+        names.append("_score")
+    elif vector is not None:
+        column, q = vector
+        k = limit or 1
+        extra = {
+            "nearest": {"column": column, "q": q, "k": k, "metric": "cosine"},
+            "prefilter": True,
+        }
+        names.append("_distance")
+    where = cond if isinstance(cond, str) else filters.sql(cond)
+    got = store.dataset(tbl).to_table(filter=where, columns=names, limit=limit, **extra)
+    return list(got.to_pylist())
+
+
 def _text_rows(
-    tbl: Any, query: str, cond: Expr, id_column: str, n: int, columns: Sequence[str] = ()
+    store: Store,
+    tbl: Any,
+    query: str,
+    cond: Expr,
+    id_column: str,
+    n: int,
+    columns: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     if not query.strip():
         return []
     try:
-        return list(
-            tbl.search(query, query_type="fts")
-            .where(cond, prefilter=True)
-            .select([id_column, *columns, "_score"])
-            .limit(n)
-            .to_list()
-        )
-    except (ValueError, RuntimeError):  # no FTS index yet, or a query it cannot parse
+        return read(store, tbl, cond, [id_column, *columns], n, text=query)
+    except (ValueError, RuntimeError, OSError):  # no FTS index yet, or a query it cannot parse
         return []
 
 
-def _text_ids(tbl: Any, query: str, cond: Expr, id_column: str, n: int) -> list[str]:
-    return [str(h[id_column]) for h in _text_rows(tbl, query, cond, id_column, n)]
+def _text_ids(store: Store, tbl: Any, query: str, cond: Expr, id_column: str, n: int) -> list[str]:
+    return [str(h[id_column]) for h in _text_rows(store, tbl, query, cond, id_column, n)]
 
 
 def _dense_rows(
+    store: Store,
     tbl: Any,
     qvec: np.ndarray,
     column: str,
@@ -181,22 +207,15 @@ def _dense_rows(
     n: int,
     columns: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    return list(
-        tbl.search(qvec, vector_column_name=column)
-        .distance_type("cosine")
-        .where(cond, prefilter=True)
-        .select([id_column, *columns, "_distance"])  # named: no lance deprecation warning
-        .limit(n)
-        .to_list()
-    )
+    return read(store, tbl, cond, [id_column, *columns], n, vector=(column, qvec))
 
 
 def _dense(
-    tbl: Any, qvec: np.ndarray, column: str, cond: Expr, id_column: str, n: int
+    store: Store, tbl: Any, qvec: np.ndarray, column: str, cond: Expr, id_column: str, n: int
 ) -> list[tuple[str, float]]:
     return [
         (str(h[id_column]), 1.0 - float(h.get("_distance", 1.0)))
-        for h in _dense_rows(tbl, qvec, column, cond, id_column, n)
+        for h in _dense_rows(store, tbl, qvec, column, cond, id_column, n)
     ]
 
 
@@ -226,10 +245,12 @@ def hybrid(
         raise ValueError(f"n must be >= 1, got {n}")
     ttbl = TurnDocs(store).table if text_table == TURN_DOCS else store.table(text_table)
     vtbl = store.table(vector_table)
-    dense = _dense_rows(vtbl, qvec, vector_column, vector_filter, id_column, n, dense_columns)
+    dense = _dense_rows(
+        store, vtbl, qvec, vector_column, vector_filter, id_column, n, dense_columns
+    )
     if shared_terms_from is not None:
         query = rarer_terms(query, [str(r.get(shared_terms_from) or "") for r in dense])
-    text = _text_rows(ttbl, query, text_filter, id_column, n, text_columns)
+    text = _text_rows(store, ttbl, query, text_filter, id_column, n, text_columns)
     rows: dict[str, dict[str, Any]] = {}
     for r in (*dense, *text):  # the text channel's columns win: it may carry more
         rows.setdefault(str(r[id_column]), {}).update(r)
@@ -304,16 +325,13 @@ def stale_facts(store: Store, user_id: str, limit: int = 2000) -> list[tuple[str
     """The user's facts that are no longer true (superseded or deleted), each
     with the text of the active fact that replaced it (None: none did), in
     one read of the facts table."""
-    rows = (
-        store.table("facts")
-        .search()
-        .where(  # constants only besides the bound user
-            f"{filters.sql(filters.user(user_id))}"
-            " AND (status <> 'active' OR supersedes IS NOT NULL)"
-        )
-        .select(["fact_id", "text", "status", "supersedes"])
-        .limit(limit)
-        .to_list()
+    rows = read(
+        store,
+        store.table("facts"),
+        # constants only besides the bound user (lancedb's Expr has no IS NULL)
+        f"{filters.sql(filters.user(user_id))} AND (status <> 'active' OR supersedes IS NOT NULL)",
+        ["fact_id", "text", "status", "supersedes"],
+        limit,
     )
     by_old = {
         str(r["supersedes"]): str(r["text"])
@@ -340,13 +358,11 @@ def episodes_holding(
         & (col("first_seq") <= lit(hi))
         & (col("last_seq") >= lit(lo))
     )
-    rows = (
-        store.table("episodes")
-        .search()
-        .where(cond)
-        .select(["episode_id", "stream_id", "first_seq", "last_seq", "salience", "status"])
-        .limit(None)
-        .to_list()
+    rows = read(
+        store,
+        store.table("episodes"),
+        cond,
+        ["episode_id", "stream_id", "first_seq", "last_seq", "salience", "status"],
     )
     by_stream: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
@@ -412,13 +428,12 @@ def raw_at(
         one = filters.eq("stream_id", stream_id) & col("seq").isin(wanted)
         cond = one if cond is None else cond | one
     assert cond is not None
-    rows = (
-        store.table("raw_turns")
-        .search()
-        .where(filters.user(user_id) & cond)
-        .select(["turn_id", "stream_id", "seq", "role", "text", "event_ts", "meta"])
-        .limit(sum(len(v) for v in want.values()) + 1)
-        .to_list()
+    rows = read(
+        store,
+        store.table("raw_turns"),
+        filters.user(user_id) & cond,
+        ["turn_id", "stream_id", "seq", "role", "text", "event_ts", "meta"],
+        sum(len(v) for v in want.values()) + 1,
     )
     out: dict[str, list[dict[str, Any]]] = {s: [] for s in want}
     for r in sorted(rows, key=lambda r: int(r["seq"])):

@@ -89,17 +89,47 @@ def _shipped(memory: Any, qs: list[tuple[str, str]]) -> dict[str, Any]:
     text, dense = [], []
     for u, q in qs:
         qv = rt.embedder.embed([q])[0].astype(np.float32)
-        text.append(_timed(_text_ids, docs, q, filters.user(u), "turn_id", 100))
+        text.append(_timed(_text_ids, rt.store, docs, q, filters.user(u), "turn_id", 100))
         cond = filters.user(u) & filters.eq("model", rt.embedder.name)
-        dense.append(_timed(_dense, vecs, qv, "vector", cond, "turn_id", 100))
+        dense.append(_timed(_dense, rt.store, vecs, qv, "vector", cond, "turn_id", 100))
     return {
         "shipped": {
             **_lat([t for _, t in ship]),
             "mean_hits": round(float(np.mean([len(h) for h, _ in ship])), 1),
         },
+        "parts_alone": _parts(memory, qs),
         "bm25_turns": _lat([t for _, t in text]),
         "cosine_turns_exact": _lat([t for _, t in dense]),
     }
+
+
+def _parts(memory: Any, qs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Each read of the shipped search run alone, one after another, on the
+    same queries (median ms): where a search's time goes. The search runs
+    them on a thread pool, so its figure is not their sum."""
+    from episodic.service import search as s
+    from storage.search import episodes_holding, search_table, search_turns, stale_facts
+
+    rt = memory.rt
+    ms: dict[str, list[float]] = {}
+    for u, q in qs:
+        qv = rt.embedder.embed([q])[0].astype(np.float32)
+        turns, ms_turns = _timed(search_turns, rt.store, u, rt.embedder.name, q, qv, 100)
+        ms.setdefault("documents_check", []).append(_timed(s._sync_turn_docs, rt, u)[1])
+        ms.setdefault("turns_bm25_cosine", []).append(ms_turns)
+        for kind in ("facts", "reflections"):
+            _, t = _timed(search_table, rt.store, s._TABLE[kind], s._ID[kind], u, q, qv, 100)
+            ms.setdefault(f"{kind}_bm25_cosine", []).append(t)
+        ms.setdefault("superseded_facts", []).append(_timed(stale_facts, rt.store, u)[1])
+        rows = [h.row for h in turns[:30] if h.row and "seq" in h.row]
+        seqs: dict[str, list[int]] = {}
+        for r in rows:
+            seqs.setdefault(str(r["stream_id"]), []).append(int(r["seq"]))
+        ms.setdefault("episodes_of_hits", []).append(_timed(episodes_holding, rt.store, u, seqs)[1])
+        ms.setdefault("context_turns", []).append(_timed(s._contexts, rt, u, rows)[1])
+    out: dict[str, Any] = {k: round(statistics.median(v), 2) for k, v in ms.items()}
+    out["sum"] = round(sum(out.values()), 2)
+    return out
 
 
 def _ann_table(rt: Any, root: Path) -> tuple[Any, float]:

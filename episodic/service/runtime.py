@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from episodic.config import Settings
 from episodic.embed.base import Embedder
@@ -39,6 +40,11 @@ class Runtime:
     vectors: TurnVectors = field(init=False)
     recalls: RecallLog = field(init=False)  # search's recall writes, off the query path
     user_locks: dict[str, threading.Lock] = field(default_factory=dict)
+    # user -> (raw, heads, documents versions, newest event) at the user's last
+    # search that found its documents in sync: unchanged versions skip the check
+    docs_synced: dict[str, tuple[tuple[int, int, int], datetime | None]] = field(
+        default_factory=dict
+    )
     stages: StageClock = field(default_factory=StageClock)
     _provider_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

@@ -142,12 +142,19 @@ def sync_turn_docs(rt: Runtime, user_id: str) -> int:
 
 
 def _sync_turn_docs(rt: Runtime, user_id: str) -> tuple[int, datetime | None]:
-    """`sync_turn_docs`, and the user's newest event time (the streams' heads)."""
+    """`sync_turn_docs`, and the user's newest event time (the streams' heads).
+    Found in sync once, the check is skipped while none of the three tables
+    has a new version (three version reads instead of two queries)."""
     docs = TurnDocs(rt.store)
+    versions = (rt.raw.turns.version, rt.raw.heads.version, docs.table.version)
+    known = rt.docs_synced.get(user_id)
+    if known is not None and known[0] == versions:
+        return 0, known[1]
     heads = rt.raw.streams(user_id)
     times = [ts for h in heads if (ts := to_aware(h.last_event_ts)) is not None]
     newest = max(times) if times else None
     if docs.count(user_id) >= sum(h.n_turns for h in heads):
+        rt.docs_synced[user_id] = (versions, newest)
         return 0, newest
     marks = docs.watermarks(user_id)
     written = 0
