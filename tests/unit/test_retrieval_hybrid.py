@@ -13,6 +13,7 @@ from episodic.retrieval import (
     W_TEXT,
     ScoreWeights,
     context_rows,
+    day_words,
     doc_before,
     fixed_score,
     relevance,
@@ -56,6 +57,27 @@ def test_turn_doc_holds_the_turn_before() -> None:
     assert line == "Jon: I lost my job [image: a photo of a desk]"
     assert turn_doc(line, "Gina: what happened?") == "Gina: what happened?\n" + line
     assert turn_doc(line, None) == line
+
+
+def test_a_document_starts_with_the_day_in_the_words_questions_use() -> None:
+    import locale
+
+    day = day_words(datetime(2023, 12, 29, 23, 59, tzinfo=UTC))
+    assert day == "29 Dec December 2023"
+    assert day_words(datetime(2024, 1, 5)) == "5 Jan January 2024"
+    line = "Kate: made pasta with ham and peas today"
+    doc = turn_doc(line, "Elise: what did you cook?", day)
+    assert doc.split("\n") == [day, "Elise: what did you cook?", line]
+    assert doc.rsplit("\n", 1)[-1] == line  # the turn's own line stays last
+    before = locale.setlocale(locale.LC_TIME)
+    try:  # English whatever the process's locale
+        locale.setlocale(locale.LC_TIME, "de_DE.UTF-8")
+    except locale.Error:
+        pass
+    try:
+        assert day_words(datetime(2024, 3, 1)) == "1 Mar March 2024"
+    finally:
+        locale.setlocale(locale.LC_TIME, before)
 
 
 def test_a_run_of_one_speakers_messages_reads_back_to_what_drew_it() -> None:
