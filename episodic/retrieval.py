@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -91,6 +91,20 @@ def turn_doc(line: str, previous: str | None, day: str | None = None) -> str:
     found by the words of the question that drew it (+4 points of evidence
     recall on dev5)."""
     return "\n".join(x for x in (day, previous, line) if x)
+
+
+# relative days a turn names, resolved against the day it was said
+_RELATIVE_DAYS = (
+    (re.compile(r"\b(yesterday|last night)\b", re.IGNORECASE), -1),
+    (re.compile(r"\btomorrow\b", re.IGNORECASE), 1),
+)
+
+
+def days_of(text: str, ts: datetime) -> str:
+    """`day_words` of the day a turn was said, then of each day it names
+    relative to it ("yesterday", "last night", "tomorrow")."""
+    days = [ts] + [ts + timedelta(days=d) for rx, d in _RELATIVE_DAYS if rx.search(text)]
+    return "\n".join(day_words(d) for d in days)
 
 
 def day_words(ts: datetime) -> str:

@@ -24,7 +24,7 @@ from episodic.retrieval import (
     Components,
     ScoreWeights,
     context_rows,
-    day_words,
+    days_of,
     doc_before,
     fixed_score,
     hours_between,
@@ -177,7 +177,7 @@ def _sync_turn_docs(rt: Runtime, user_id: str) -> tuple[int, datetime | None]:
                     "stream_id": t.stream_id,
                     "seq": t.seq,
                     "event_ts": t.event_ts,
-                    "doc": turn_doc(_line(t), before, day_words(t.event_ts)),
+                    "doc": turn_doc(_line(t), before, days_of(t.text, t.event_ts)),
                 }
             )
         if len(rows) >= DOC_BATCH:

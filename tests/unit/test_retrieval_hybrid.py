@@ -14,6 +14,7 @@ from episodic.retrieval import (
     ScoreWeights,
     context_rows,
     day_words,
+    days_of,
     doc_before,
     fixed_score,
     relevance,
@@ -57,6 +58,17 @@ def test_turn_doc_holds_the_turn_before() -> None:
     assert line == "Jon: I lost my job [image: a photo of a desk]"
     assert turn_doc(line, "Gina: what happened?") == "Gina: what happened?\n" + line
     assert turn_doc(line, None) == line
+
+
+def test_the_days_a_turn_names_are_resolved_against_the_day_it_was_said() -> None:
+    said = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
+    assert days_of("I played basketball", said) == "1 Jan January 2024"
+    assert days_of("Got back Yesterday, and last night I slept", said).split("\n") == [
+        "1 Jan January 2024",
+        "31 Dec December 2023",
+    ]
+    assert days_of("see you tomorrow", said).split("\n")[1] == "2 Jan January 2024"
+    assert days_of("yesterdays are gone", said) == "1 Jan January 2024"  # whole words only
 
 
 def test_a_document_starts_with_the_day_in_the_words_questions_use() -> None:
