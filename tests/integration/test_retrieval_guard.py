@@ -56,10 +56,11 @@ def test_shipped_search_beats_cosine_single_turns(tmp_path: Path, monkeypatch: A
 
 # REALTALK chat 1 (real messaging-app chat, 476 messages, 70 questions), whole:
 # measured in-sample (dev5 chose the design) at a budget of 50 turns: shipped
-# .651, turn_cos .614, window5_hybrid .666. At an equal token budget single
-# turns do better (.718 vs .632): reported in docs/retrieval.md, not guarded.
-REALTALK_FLOOR = 0.63
-REALTALK_MARGIN = 0.02
+# .675 (.651 before the documents held their days), turn_cos .614,
+# window5_hybrid .666. At an equal token budget single turns do better (.718
+# vs .669): reported in docs/retrieval.md, not guarded.
+REALTALK_FLOOR = 0.66
+REALTALK_MARGIN = 0.04
 
 
 def test_shipped_search_holds_its_figure_on_a_real_chat(tmp_path: Path, monkeypatch: Any) -> None:
