@@ -105,7 +105,7 @@ class Store:
                 # one cache for every dataset, a quarter of the connection's
                 # (EPISODIC_LANCE_CACHE_MB): the search reads a few indexes
                 mib = 1024 * 1024
-                self._read_session = lance.Session(
+                self._read_session = lance.Session(  # type: ignore[attr-defined]
                     index_cache_size_bytes=self._cache_mb * mib * 3 // 16,
                     metadata_cache_size_bytes=self._cache_mb * mib // 16,
                 )
