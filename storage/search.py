@@ -189,7 +189,7 @@ def _text_rows(
         return []
     try:
         return read(store, tbl, cond, [id_column, *columns], n, text=query)
-    except (ValueError, RuntimeError, OSError):  # no FTS index yet, or a query it cannot parse
+    except (ValueError, RuntimeError):  # no FTS index yet, or a query it cannot parse
         return []
 
 
