@@ -197,25 +197,12 @@ def _text_ids(store: Store, tbl: Any, query: str, cond: Expr, id_column: str, n:
     return [str(h[id_column]) for h in _text_rows(store, tbl, query, cond, id_column, n)]
 
 
-def _dense_rows(
-    store: Store,
-    tbl: Any,
-    qvec: np.ndarray,
-    column: str,
-    cond: Expr,
-    id_column: str,
-    n: int,
-    columns: Sequence[str] = (),
-) -> list[dict[str, Any]]:
-    return read(store, tbl, cond, [id_column, *columns], n, vector=(column, qvec))
-
-
 def _dense(
     store: Store, tbl: Any, qvec: np.ndarray, column: str, cond: Expr, id_column: str, n: int
 ) -> list[tuple[str, float]]:
     return [
         (str(h[id_column]), 1.0 - float(h.get("_distance", 1.0)))
-        for h in _dense_rows(store, tbl, qvec, column, cond, id_column, n)
+        for h in read(store, tbl, cond, [id_column], n, vector=(column, qvec))
     ]
 
 
@@ -245,8 +232,8 @@ def hybrid(
         raise ValueError(f"n must be >= 1, got {n}")
     ttbl = TurnDocs(store).table if text_table == TURN_DOCS else store.table(text_table)
     vtbl = store.table(vector_table)
-    dense = _dense_rows(
-        store, vtbl, qvec, vector_column, vector_filter, id_column, n, dense_columns
+    dense = read(
+        store, vtbl, vector_filter, [id_column, *dense_columns], n, vector=(vector_column, qvec)
     )
     if shared_terms_from is not None:
         query = rarer_terms(query, [str(r.get(shared_terms_from) or "") for r in dense])
