@@ -107,14 +107,22 @@ class TurnDocs:
         self.ensure_index()
         return len(rows)
 
-    def ensure_index(self) -> None:
+    def ensure_index(self, attempts: int = 3) -> None:
         """FTS on `doc` and a BTree on `user_id`, once; later rows are searched
-        unindexed until `optimize()` (the maintain flow) folds them in."""
-        have = {tuple(ix.columns) for ix in self.table.list_indices()}
-        if ("doc",) not in have:
-            self.table.create_index("doc", config=FTS(), replace=True)
-        if ("user_id",) not in have:
-            self.table.create_index("user_id", config=BTree())
+        unindexed until `optimize()` (the maintain flow) folds them in. Two
+        users' first searches can make them at once (a consolidation's user
+        threads): the index build that loses the commit is tried again, after
+        looking whether the winner made it."""
+        for column, config in (("doc", FTS()), ("user_id", BTree())):
+            for attempt in range(attempts):
+                if (column,) in {tuple(ix.columns) for ix in self.table.list_indices()}:
+                    break
+                try:
+                    self.table.create_index(column, config=config, replace=True)
+                    break
+                except (RuntimeError, ValueError, OSError):  # a concurrent index commit won
+                    if attempt == attempts - 1:
+                        raise
 
     def by_ids(self, user_id: str, turn_ids: Sequence[str]) -> list[dict[str, Any]]:
         if not turn_ids:
