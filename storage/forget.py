@@ -31,7 +31,6 @@ from storage import filters, schemas
 from storage.codec import to_naive
 from storage.db import FTS_COLUMNS, Store
 from storage.keys import TABLE as KEYS_TABLE
-from storage.keys import open_table
 from storage.ledger import TABLE as LEDGER_TABLE
 from storage.offsets import TABLE as OFFSETS_TABLE
 from storage.receipts import TABLE as RECEIPTS_TABLE
@@ -119,12 +118,12 @@ def record(
         "target": stable_id("forgotten", user_id, target),
         "counts": json.dumps(dict(counts), sort_keys=True),
     }
-    tbl = open_table(store, AUDIT, audit_schema())
+    tbl = store.declared(AUDIT, audit_schema())
     tbl.add(pa.Table.from_pylist([row], schema=audit_schema()))
     return {**row, "at": now.isoformat(), "counts": dict(counts)}
 
 
 def audit_rows(store: Store) -> list[dict[str, Any]]:
-    tbl = open_table(store, AUDIT, audit_schema())
+    tbl = store.declared(AUDIT, audit_schema())
     rows: list[dict[str, Any]] = tbl.search().limit(None).to_list()
     return [{**r, "counts": json.loads(r["counts"])} for r in rows]

@@ -67,17 +67,12 @@ def _digest(salt: bytes, secret: str) -> bytes:
     return hmac.new(salt, secret.encode("ascii"), hashlib.sha256).digest()
 
 
-def open_table(store: Store, name: str, sch: pa.Schema) -> Any:
-    """A table of a repository that declares its own schema, created on first use."""
-    return store.declared(name, sch)
-
-
 class ApiKeys:
     """`verify` caches a verified key for `ttl` seconds (a revoke takes effect
     within it); a key that fails is never cached."""
 
     def __init__(self, store: Store, ttl: float = 2.0) -> None:
-        self.table = open_table(store, TABLE, schema())
+        self.table = store.declared(TABLE, schema())
         self.ttl = ttl
         self._cache: dict[str, tuple[float, ApiKey]] = {}
         self._lock = threading.Lock()

@@ -13,7 +13,6 @@ from episodic.models import RunUsage, now_utc, stable_id
 from storage import filters
 from storage.codec import to_aware, to_naive
 from storage.db import Store
-from storage.keys import open_table
 
 TABLE = "llm_usage"
 COUNTS = ("calls", "cache_hits", "input_tokens", "output_tokens", "fallbacks", "failures")
@@ -38,7 +37,7 @@ def schema() -> pa.Schema:
 
 class Ledger:
     def __init__(self, store: Store) -> None:
-        self.table = open_table(store, TABLE, schema())
+        self.table = store.declared(TABLE, schema())
 
     def record(self, rows: list[RunUsage]) -> int:
         """One commit for a run's users; a retried run (same name) overwrites its rows."""

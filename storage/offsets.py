@@ -16,7 +16,6 @@ from episodic.models import now_utc, stable_id
 from storage import filters
 from storage.codec import to_aware, to_naive
 from storage.db import Store
-from storage.keys import open_table
 
 TABLE = "capture_offsets"
 
@@ -47,7 +46,7 @@ class Offset:
 
 class Offsets:
     def __init__(self, store: Store) -> None:
-        self.table = open_table(store, TABLE, schema())
+        self.table = store.declared(TABLE, schema())
         if "fingerprint" not in self.table.schema.names:  # a store from before fingerprints
             self.table.add_columns({"fingerprint": "''"})
 

@@ -17,7 +17,6 @@ from episodic.models import now_utc, stable_id
 from storage import filters
 from storage.codec import to_aware, to_naive
 from storage.db import Store
-from storage.keys import open_table
 
 TABLE = "ingest_receipts"
 
@@ -50,7 +49,7 @@ def key_hash(user_id: str, key: str) -> str:
 
 class Receipts:
     def __init__(self, store: Store) -> None:
-        self.table = open_table(store, TABLE, schema())
+        self.table = store.declared(TABLE, schema())
 
     @staticmethod
     def new_id(user_id: str) -> str:
