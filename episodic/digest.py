@@ -1,6 +1,7 @@
 """One model call per closed episode: salience, summary and candidate facts together.
 
-    digest_episode(provider, turns, ...) -> Digest(salience=SalienceResult, facts=[NewFact])
+    prepare(key, turns, ...) -> Prepared; the service asks the model
+    (episodic.service.digest_batch.digest_all) -> Digest(salience, facts)
 
 The response model `EpisodeDigest` composes the two contracts that stay
 separate models: `SalienceRating` (score, rationale, summary) and a list of
@@ -25,11 +26,9 @@ from episodic.facts.extract import facts_of
 from episodic.facts.offline_extract import offline_extract
 from episodic.facts.schema import ExtractedFact
 from episodic.facts.types import FactTurn, NewFact
-from episodic.llm.base import LLMProvider
-from episodic.llm.fallback import structured_or_offline
 from episodic.models import Turn
-from episodic.prompts.digest import digest_messages, estimate_tokens
-from episodic.prompts.salience import DEFAULT_MAX_TOKENS, Domain
+from episodic.prompts.digest import estimate_tokens
+from episodic.prompts.salience import DEFAULT_MAX_TOKENS
 from episodic.salience import (
     EpisodeFeatures,
     EpisodeTurn,
@@ -126,28 +125,3 @@ def digest_of(
     """The digest of a rating (from `source`) and facts (from `facts_source`)."""
     salience = SalienceResult.of(rating, source, error, p.features, p.summary)
     return Digest(salience, facts_of(facts, p.turns, facts_source))
-
-
-def digest_episode(
-    provider: LLMProvider,
-    turns: Sequence[Turn],
-    *,
-    vectors: Vectors | None = None,
-    prior_centroids: Vectors | Sequence[Sequence[float]] | None = None,
-    domain: Domain = "general",
-    now: datetime,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-) -> Digest:
-    """Salience, summary and candidate facts of one closed episode; one call at most."""
-    p = prepare(
-        "",
-        turns,
-        vectors=vectors,
-        prior_centroids=prior_centroids,
-        ended=now,
-        max_tokens=max_tokens,
-    )
-    messages = digest_messages(p.turns, p.kinds, domain=domain, now=now, max_tokens=max_tokens)
-    answer = structured_or_offline(provider, messages, EpisodeDigest, p.context)
-    value, source = answer.value, answer.source
-    return digest_of(p, value.rating, source, answer.error, value.facts, source)

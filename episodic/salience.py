@@ -12,23 +12,15 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
-from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from episodic.llm.base import LLMProvider
-from episodic.llm.fallback import OFFLINE, OFFLINE_FALLBACK, structured_or_offline
+from episodic.llm.fallback import OFFLINE, OFFLINE_FALLBACK
 from episodic.models import ROLES, TURN_KINDS
 from episodic.prompts import one_line
-from episodic.prompts.salience import (
-    DEFAULT_MAX_TOKENS,
-    Domain,
-    render_episode,
-    salience_messages,
-)
 
 Score = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
 SUMMARY_CHARS = 160
@@ -364,35 +356,3 @@ class SalienceResult:
             error=error,
             features=features,
         )
-
-
-def score_episode(
-    provider: LLMProvider,
-    turns: Sequence[EpisodeTurn],
-    *,
-    vectors: Vectors | None = None,
-    prior_centroids: Vectors | Sequence[Sequence[float]] | None = None,
-    domain: Domain = "general",
-    now: datetime,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-) -> SalienceResult:
-    """Salience and one-line summary of one closed episode.
-
-    Never fails on a bad model answer: `structured_or_offline` falls back to
-    the offline score and records the error. The summary is the model's when a
-    model answered, else the extractive one (the most central turn).
-    """
-    if not turns:
-        raise ValueError("cannot score an empty episode")
-    features = episode_features(turns, vectors, prior_centroids)
-    extractive = extractive_summary([t.text for t in turns], vectors, roles=[t.role for t in turns])
-    messages = salience_messages(
-        render_episode(turns, max_tokens), domain=domain, now=now, max_tokens=max_tokens
-    )
-    answer = structured_or_offline(
-        provider,
-        messages,
-        SalienceRating,
-        context={"features": features.as_dict(), "summary": extractive},
-    )
-    return SalienceResult.of(answer.value, answer.source, answer.error, features, extractive)

@@ -17,7 +17,6 @@ from episodic.vocab import FACT_EVENTS, FactEvent, FactStatus
 from storage import filters
 from storage.codec import from_row, to_naive, to_row
 from storage.db import Store
-from storage.recalls import bump_recalls
 
 MAX_ROWS = 10_000_000
 
@@ -307,7 +306,3 @@ class Facts:
         self.store.insert_new("fact_history", [to_row(row, self.store.dim)])
         (fact,) = self.by_ids(user_id, [fact_id])
         return fact
-
-    def record_recall(self, user_id: str, ids: Sequence[str], now: datetime) -> int:
-        """recall_count + 1 on the user's facts in `ids`, atomically (storage.recalls)."""
-        return bump_recalls(self.store, "facts", "fact_id", user_id, ids, now)

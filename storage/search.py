@@ -135,21 +135,6 @@ class TurnDocs:
             len(set(turn_ids)) + 1,
         )
 
-    def around(self, user_id: str, stream_id: str, lo: int, hi: int) -> list[dict[str, Any]]:
-        """The documents of seqs lo..hi of one stream, in seq order."""
-        rows = (
-            self.table.search()
-            .where(
-                filters.stream(user_id, stream_id)
-                & (col("seq") >= lit(lo))
-                & (col("seq") <= lit(hi))
-            )
-            .select(["turn_id", "seq", "event_ts"])
-            .limit(hi - lo + 2)
-            .to_list()
-        )
-        return sorted(rows, key=lambda r: int(r["seq"]))
-
 
 def read(
     store: Store,
@@ -205,29 +190,24 @@ def _text_ids(store: Store, tbl: Any, query: str, cond: Expr, id_column: str, n:
     return [str(h[id_column]) for h in _text_rows(store, tbl, query, cond, id_column, n)]
 
 
-def _dense(
-    store: Store, tbl: Any, qvec: np.ndarray, column: str, cond: Expr, id_column: str, n: int
-) -> list[tuple[str, float]]:
-    return [
-        (str(h[id_column]), 1.0 - float(h.get("_distance", 1.0)))
-        for h in read(store, tbl, cond, [id_column], n, vector=(column, qvec))
-    ]
+@dataclass(frozen=True, slots=True)
+class Channel:
+    """Where one ranking reads: a table, the rows it may see, the columns a hit carries."""
+
+    table: str
+    where: Expr
+    columns: Sequence[str] = ()
 
 
 def hybrid(
     store: Store,
-    *,
-    text_table: str,
-    text_filter: Expr,
-    vector_table: str,
-    vector_column: str,
-    vector_filter: Expr,
+    text: Channel,
+    dense: Channel,
     id_column: str,
     query: str,
     qvec: np.ndarray,
     n: int,
-    text_columns: Sequence[str] = (),
-    dense_columns: Sequence[str] = (),
+    *,
     shared_terms_from: str | None = None,
 ) -> list[Match]:
     """BM25 top-n and cosine top-n of one kind of row, fused by the one RRF.
@@ -238,20 +218,18 @@ def hybrid(
     (`episodic.retrieval.rarer_terms`): "user" in every fact ranks nothing."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    ttbl = TurnDocs(store).table if text_table == TURN_DOCS else store.table(text_table)
-    vtbl = store.table(vector_table)
-    dense = read(
-        store, vtbl, vector_filter, [id_column, *dense_columns], n, vector=(vector_column, qvec)
-    )
+    ttbl = TurnDocs(store).table if text.table == TURN_DOCS else store.table(text.table)
+    vtbl = store.table(dense.table)
+    near = read(store, vtbl, dense.where, [id_column, *dense.columns], n, vector=("vector", qvec))
     if shared_terms_from is not None:
-        query = rarer_terms(query, [str(r.get(shared_terms_from) or "") for r in dense])
-    text = _text_rows(store, ttbl, query, text_filter, id_column, n, text_columns)
+        query = rarer_terms(query, [str(r.get(shared_terms_from) or "") for r in near])
+    lexical = _text_rows(store, ttbl, query, text.where, id_column, n, text.columns)
     rows: dict[str, dict[str, Any]] = {}
-    for r in (*dense, *text):  # the text channel's columns win: it may carry more
+    for r in (*near, *lexical):  # the text channel's columns win: it may carry more
         rows.setdefault(str(r[id_column]), {}).update(r)
-    cos = {str(h[id_column]): 1.0 - float(h.get("_distance", 1.0)) for h in dense}
-    text_ids = [str(h[id_column]) for h in text]
-    dense_ids = [str(h[id_column]) for h in dense]
+    cos = {str(h[id_column]): 1.0 - float(h.get("_distance", 1.0)) for h in near}
+    text_ids = [str(h[id_column]) for h in lexical]
+    dense_ids = [str(h[id_column]) for h in near]
     t_rank = {i: r for r, i in enumerate(text_ids, start=1)}
     d_rank = {i: r for r, i in enumerate(dense_ids, start=1)}
     return [
@@ -268,18 +246,15 @@ def search_turns(
 ) -> list[Match]:
     """Hits on turn documents; a text hit's row carries `TURN_COLUMNS` (a
     cosine-only hit's row does not: turn_vectors holds no position)."""
+    mine = filters.user(user_id)
     return hybrid(
         store,
-        text_table=TURN_DOCS,
-        text_filter=filters.user(user_id),
-        vector_table="turn_vectors",
-        vector_column="vector",
-        vector_filter=filters.user(user_id) & filters.eq("model", model),
-        id_column="turn_id",
-        query=query,
-        qvec=qvec,
-        n=n,
-        text_columns=TURN_COLUMNS,
+        Channel(TURN_DOCS, mine, TURN_COLUMNS),
+        Channel("turn_vectors", mine & filters.eq("model", model)),
+        "turn_id",
+        query,
+        qvec,
+        n,
     )
 
 
@@ -298,22 +273,9 @@ def search_table(
     row carries `columns`. The table's FTS index is made here when missing
     (`Store.ensure_fts`), whichever path wrote the rows."""
     store.ensure_fts(table)
-    cond = filters.user(user_id) & filters.eq("status", status)
-    return hybrid(
-        store,
-        text_table=table,
-        text_filter=cond,
-        vector_table=table,
-        vector_column="vector",
-        vector_filter=cond,
-        id_column=id_column,
-        query=query,
-        qvec=qvec,
-        n=n,
-        text_columns=columns,
-        dense_columns=columns,
-        shared_terms_from="text" if "text" in columns else None,
-    )
+    chan = Channel(table, filters.user(user_id) & filters.eq("status", status), columns)
+    shared = "text" if "text" in columns else None
+    return hybrid(store, chan, chan, id_column, query, qvec, n, shared_terms_from=shared)
 
 
 def stale_facts(store: Store, user_id: str, limit: int = 2000) -> list[tuple[str, str | None]]:
@@ -434,3 +396,12 @@ def raw_at(
     for r in sorted(rows, key=lambda r: int(r["seq"])):
         out[str(r["stream_id"])].append(r)
     return out
+
+
+def _dense(
+    store: Store, tbl: Any, qvec: np.ndarray, column: str, cond: Expr, id_column: str, n: int
+) -> list[tuple[str, float]]:
+    return [
+        (str(h[id_column]), 1.0 - float(h.get("_distance", 1.0)))
+        for h in read(store, tbl, cond, [id_column], n, vector=(column, qvec))
+    ]

@@ -127,9 +127,6 @@ class Checkpoints:
                     raise ConflictError(cp.key, cp.version - 1, have.version)
         raise ConflictError(written[0].key, written[0].version - 1, -1)
 
-    def mark_run(self, user_id: str, stream_id: str, run: str, state: str) -> None:
-        self.mark_runs(user_id, [stream_id], run, state)
-
     def mark_runs(self, user_id: str, stream_ids: list[str], run: str, state: str) -> None:
         """Name the run and its state on many streams: one write per 5,000."""
         keys = [state_key(user_id, s) for s in stream_ids]

@@ -28,31 +28,19 @@ from pydantic import TypeAdapter
 
 from episodic.closing import Closing
 from episodic.errors import NotFoundError
-from episodic.service.views import (
-    HIT_KINDS,
-    AddReceipt,
-    EpisodeDetail,
-    EpisodeView,
-    FactEvent,
-    FactView,
-    ForgetReceipt,
-    Hit,
-    IngestStatus,
-    ReflectionView,
-    StreamStatus,
-)
+from episodic.service import views
 
 T = TypeVar("T")
 H = TypeVar("H", httpx.Client, httpx.AsyncClient)
 TIMEOUT_S = 300.0  # consolidate runs the whole flow before it answers
 MAX_EPISODES = 10_000  # the API's largest page of episodes
 
-_hits = TypeAdapter(list[Hit])
-_facts = TypeAdapter(list[FactView])
-_events = TypeAdapter(list[FactEvent])
-_episodes = TypeAdapter(list[EpisodeView])
-_reflections = TypeAdapter(list[ReflectionView])
-_status = TypeAdapter(list[StreamStatus])
+_hits = TypeAdapter(list[views.Hit])
+_facts = TypeAdapter(list[views.FactView])
+_events = TypeAdapter(list[views.FactEvent])
+_episodes = TypeAdapter(list[views.EpisodeView])
+_reflections = TypeAdapter(list[views.ReflectionView])
+_status = TypeAdapter(list[views.StreamStatus])
 
 
 @dataclass(frozen=True)
@@ -110,39 +98,43 @@ class _Verbs:
         turns: Sequence[Mapping[str, Any] | Any],
         stream_id: str,
         idempotency_key: str | None,
-    ) -> Call[AddReceipt]:
+    ) -> Call[views.AddReceipt]:
         body = [
             {"stream_id": stream_id, **t} if isinstance(t, Mapping) and "stream_id" not in t else t
             for t in turns
         ]
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         return Call(
-            "POST", "/v1/turns", AddReceipt.model_validate, json={"turns": body}, headers=headers
+            "POST",
+            "/v1/turns",
+            views.AddReceipt.model_validate,
+            json={"turns": body},
+            headers=headers,
         )
 
-    def search(self, query: str, k: int, kinds: Sequence[str]) -> Call[list[Hit]]:
+    def search(self, query: str, k: int, kinds: Sequence[str]) -> Call[list[views.Hit]]:
         params = {"q": query, "k": k, "kinds": ",".join(kinds)}
         return Call("GET", "/v1/search", _hits.validate_python, params=params)
 
-    def facts(self, as_of: datetime | None, include_inactive: bool) -> Call[list[FactView]]:
+    def facts(self, as_of: datetime | None, include_inactive: bool) -> Call[list[views.FactView]]:
         params: dict[str, Any] = {"all": "true" if include_inactive else "false"}
         if as_of is not None:
             params["as_of"] = as_of.isoformat()
         return Call("GET", "/v1/facts", _facts.validate_python, params=params)
 
-    def fact_history(self, fact_id: str) -> Call[list[FactEvent]]:
+    def fact_history(self, fact_id: str) -> Call[list[views.FactEvent]]:
         return Call(
             "GET", f"/v1/facts/{_seg(fact_id)}/history", _events.validate_python,
             kind="fact", ident=fact_id,
         )  # fmt: skip
 
-    def correct(self, fact_id: str, verb: str) -> Call[FactView]:
+    def correct(self, fact_id: str, verb: str) -> Call[views.FactView]:
         return Call(
-            "POST", f"/v1/facts/{_seg(fact_id)}/{verb}", FactView.model_validate,
+            "POST", f"/v1/facts/{_seg(fact_id)}/{verb}", views.FactView.model_validate,
             kind="fact", ident=fact_id,
         )  # fmt: skip
 
-    def episodes(self, stream_id: str | None, limit: int | None) -> Call[list[EpisodeView]]:
+    def episodes(self, stream_id: str | None, limit: int | None) -> Call[list[views.EpisodeView]]:
         params: dict[str, Any] = {"limit": MAX_EPISODES if limit is None else limit}
         if stream_id is not None:
             params["stream"] = stream_id
@@ -151,22 +143,22 @@ class _Verbs:
             "GET", "/v1/episodes", lambda b: _episodes.validate_python(b)[::-1], params=params
         )
 
-    def episode(self, episode_id: str) -> Call[EpisodeDetail]:
+    def episode(self, episode_id: str) -> Call[views.EpisodeDetail]:
         return Call(
-            "GET", f"/v1/episodes/{_seg(episode_id)}", EpisodeDetail.model_validate,
+            "GET", f"/v1/episodes/{_seg(episode_id)}", views.EpisodeDetail.model_validate,
             kind="episode", ident=episode_id,
         )  # fmt: skip
 
-    def reflections(self, include_archived: bool) -> Call[list[ReflectionView]]:
+    def reflections(self, include_archived: bool) -> Call[list[views.ReflectionView]]:
         params = {"all": "true" if include_archived else "false"}
         return Call("GET", "/v1/reflections", _reflections.validate_python, params=params)
 
-    def status(self) -> Call[list[StreamStatus]]:
+    def status(self) -> Call[list[views.StreamStatus]]:
         return Call("GET", "/v1/status", _status.validate_python)
 
-    def ingest_status(self, ingest_id: str) -> Call[IngestStatus]:
+    def ingest_status(self, ingest_id: str) -> Call[views.IngestStatus]:
         return Call(
-            "GET", f"/v1/ingests/{_seg(ingest_id)}", IngestStatus.model_validate,
+            "GET", f"/v1/ingests/{_seg(ingest_id)}", views.IngestStatus.model_validate,
             kind="ingest", ident=ingest_id,
         )  # fmt: skip
 
@@ -176,15 +168,15 @@ class _Verbs:
 
     def forget(
         self, turn: str | None, episode: str | None, fact: str | None
-    ) -> Call[ForgetReceipt]:
+    ) -> Call[views.ForgetReceipt]:
         asked = [(k, v) for k, v in (("turn", turn), ("episode", episode), ("fact", fact)) if v]
         if len(asked) > 1:
             raise ValueError("forget one turn, episode or fact at a time (or the whole user)")
         if not asked:
-            return Call("DELETE", "/v1/memory", ForgetReceipt.model_validate, kind="user")
+            return Call("DELETE", "/v1/memory", views.ForgetReceipt.model_validate, kind="user")
         kind, ident = asked[0]
         return Call(
-            "DELETE", f"/v1/{kind}s/{_seg(ident)}", ForgetReceipt.model_validate,
+            "DELETE", f"/v1/{kind}s/{_seg(ident)}", views.ForgetReceipt.model_validate,
             kind=kind, ident=ident,
         )  # fmt: skip
 
@@ -276,55 +268,57 @@ class Client(_Connection[httpx.Client], Closing):
         *,
         stream_id: str = "api",
         idempotency_key: str | None = None,
-    ) -> AddReceipt:
+    ) -> views.AddReceipt:
         self._as(user_id)
         return self._run(self._v.add(turns, stream_id, idempotency_key))
 
     def search(
-        self, user_id: str, query: str, *, k: int = 10, kinds: Sequence[str] = HIT_KINDS
-    ) -> list[Hit]:
+        self, user_id: str, query: str, *, k: int = 10, kinds: Sequence[str] = views.HIT_KINDS
+    ) -> list[views.Hit]:
         self._as(user_id)
         return self._run(self._v.search(query, k, kinds))
 
     def facts(
         self, user_id: str, *, as_of: datetime | None = None, include_inactive: bool = False
-    ) -> list[FactView]:
+    ) -> list[views.FactView]:
         self._as(user_id)
         return self._run(self._v.facts(as_of, include_inactive))
 
-    def fact_history(self, user_id: str, fact_id: str) -> list[FactEvent]:
+    def fact_history(self, user_id: str, fact_id: str) -> list[views.FactEvent]:
         self._as(user_id)
         return self._run(self._v.fact_history(fact_id))
 
     history = fact_history
 
-    def invalidate_fact(self, user_id: str, fact_id: str) -> FactView:
+    def invalidate_fact(self, user_id: str, fact_id: str) -> views.FactView:
         self._as(user_id)
         return self._run(self._v.correct(fact_id, "invalidate"))
 
-    def restore_fact(self, user_id: str, fact_id: str) -> FactView:
+    def restore_fact(self, user_id: str, fact_id: str) -> views.FactView:
         self._as(user_id)
         return self._run(self._v.correct(fact_id, "restore"))
 
     def episodes(
         self, user_id: str, *, stream_id: str | None = None, limit: int | None = None
-    ) -> list[EpisodeView]:
+    ) -> list[views.EpisodeView]:
         self._as(user_id)
         return self._run(self._v.episodes(stream_id, limit))
 
-    def episode(self, user_id: str, episode_id: str) -> EpisodeDetail:
+    def episode(self, user_id: str, episode_id: str) -> views.EpisodeDetail:
         self._as(user_id)
         return self._run(self._v.episode(episode_id))
 
-    def reflections(self, user_id: str, *, include_archived: bool = False) -> list[ReflectionView]:
+    def reflections(
+        self, user_id: str, *, include_archived: bool = False
+    ) -> list[views.ReflectionView]:
         self._as(user_id)
         return self._run(self._v.reflections(include_archived))
 
-    def status(self, user_id: str | None = None) -> list[StreamStatus]:
+    def status(self, user_id: str | None = None) -> list[views.StreamStatus]:
         self._as(user_id)
         return self._run(self._v.status())
 
-    def ingest_status(self, user_id: str, ingest_id: str) -> IngestStatus:
+    def ingest_status(self, user_id: str, ingest_id: str) -> views.IngestStatus:
         self._as(user_id)
         return self._run(self._v.ingest_status(ingest_id))
 
@@ -339,7 +333,7 @@ class Client(_Connection[httpx.Client], Closing):
         turn: str | None = None,
         episode: str | None = None,
         fact: str | None = None,
-    ) -> ForgetReceipt:
+    ) -> views.ForgetReceipt:
         self._as(user_id)
         return self._run(self._v.forget(turn, episode, fact))
 
@@ -388,57 +382,57 @@ class AsyncClient(_Connection[httpx.AsyncClient]):
         *,
         stream_id: str = "api",
         idempotency_key: str | None = None,
-    ) -> AddReceipt:
+    ) -> views.AddReceipt:
         await self._as(user_id)
         return await self._run(self._v.add(turns, stream_id, idempotency_key))
 
     async def search(
-        self, user_id: str, query: str, *, k: int = 10, kinds: Sequence[str] = HIT_KINDS
-    ) -> list[Hit]:
+        self, user_id: str, query: str, *, k: int = 10, kinds: Sequence[str] = views.HIT_KINDS
+    ) -> list[views.Hit]:
         await self._as(user_id)
         return await self._run(self._v.search(query, k, kinds))
 
     async def facts(
         self, user_id: str, *, as_of: datetime | None = None, include_inactive: bool = False
-    ) -> list[FactView]:
+    ) -> list[views.FactView]:
         await self._as(user_id)
         return await self._run(self._v.facts(as_of, include_inactive))
 
-    async def fact_history(self, user_id: str, fact_id: str) -> list[FactEvent]:
+    async def fact_history(self, user_id: str, fact_id: str) -> list[views.FactEvent]:
         await self._as(user_id)
         return await self._run(self._v.fact_history(fact_id))
 
     history = fact_history
 
-    async def invalidate_fact(self, user_id: str, fact_id: str) -> FactView:
+    async def invalidate_fact(self, user_id: str, fact_id: str) -> views.FactView:
         await self._as(user_id)
         return await self._run(self._v.correct(fact_id, "invalidate"))
 
-    async def restore_fact(self, user_id: str, fact_id: str) -> FactView:
+    async def restore_fact(self, user_id: str, fact_id: str) -> views.FactView:
         await self._as(user_id)
         return await self._run(self._v.correct(fact_id, "restore"))
 
     async def episodes(
         self, user_id: str, *, stream_id: str | None = None, limit: int | None = None
-    ) -> list[EpisodeView]:
+    ) -> list[views.EpisodeView]:
         await self._as(user_id)
         return await self._run(self._v.episodes(stream_id, limit))
 
-    async def episode(self, user_id: str, episode_id: str) -> EpisodeDetail:
+    async def episode(self, user_id: str, episode_id: str) -> views.EpisodeDetail:
         await self._as(user_id)
         return await self._run(self._v.episode(episode_id))
 
     async def reflections(
         self, user_id: str, *, include_archived: bool = False
-    ) -> list[ReflectionView]:
+    ) -> list[views.ReflectionView]:
         await self._as(user_id)
         return await self._run(self._v.reflections(include_archived))
 
-    async def status(self, user_id: str | None = None) -> list[StreamStatus]:
+    async def status(self, user_id: str | None = None) -> list[views.StreamStatus]:
         await self._as(user_id)
         return await self._run(self._v.status())
 
-    async def ingest_status(self, user_id: str, ingest_id: str) -> IngestStatus:
+    async def ingest_status(self, user_id: str, ingest_id: str) -> views.IngestStatus:
         await self._as(user_id)
         return await self._run(self._v.ingest_status(ingest_id))
 
@@ -455,6 +449,6 @@ class AsyncClient(_Connection[httpx.AsyncClient]):
         turn: str | None = None,
         episode: str | None = None,
         fact: str | None = None,
-    ) -> ForgetReceipt:
+    ) -> views.ForgetReceipt:
         await self._as(user_id)
         return await self._run(self._v.forget(turn, episode, fact))

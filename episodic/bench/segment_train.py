@@ -208,9 +208,6 @@ class Table:
         self.dials = dials
         self.rows = rows
 
-    def subset(self, idx: Sequence[int]) -> Table:
-        return Table([self.dials[i] for i in idx], [self.rows[i] for i in idx])
-
     def matrix(self, feats: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         X, y = [], []
         for d, rows in zip(self.dials, self.rows, strict=True):

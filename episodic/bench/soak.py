@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +54,7 @@ class Tally:
     violations: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "steps": self.steps,
-            "kill_attempts": self.kill_attempts,
-            "kills": self.kills,
-            "turns_checked": self.turns_checked,
+        return asdict(self) | {
             "violations": len(self.violations),
             "first_violations": self.violations[:10],
         }

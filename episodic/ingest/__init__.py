@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from episodic.errors import IngestError
 from episodic.ingest import anthropic_messages, chatgpt, claude_code, jsonl, locomo, openai_chat
@@ -104,16 +105,7 @@ def _guarded(ctx: Context, it: Iterator[TurnIn | Rejected]) -> Iterator[TurnIn |
         raise IngestError(ctx.source, f"read failed: {e.strerror or e}") from e
 
 
-def parse_file(
-    path: Path,
-    fmt: str = "auto",
-    *,
-    user_id: str | None = None,
-    stream_id: str | None = None,
-    max_turn_chars: int = 200_000,
-) -> Iterator[TurnIn | Rejected]:
-    """Parse one transcript file into turns and rejects, in source order."""
-    _, it = parse_with_stats(
-        path, fmt, user_id=user_id, stream_id=stream_id, max_turn_chars=max_turn_chars
-    )
-    return it
+def parse_file(path: Path, fmt: str = "auto", **options: Any) -> Iterator[TurnIn | Rejected]:
+    """Parse one transcript file into turns and rejects, in source order
+    (`options` as `parse_with_stats` takes them)."""
+    return parse_with_stats(path, fmt, **options)[1]

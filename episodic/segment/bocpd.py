@@ -171,10 +171,6 @@ class ChangePoint(Signal):
         self._log_evidence: float | None = None
 
     @property
-    def kernel(self) -> BocpdKernel:
-        return self._kernel
-
-    @property
     def log_evidence(self) -> float | None:
         """log p(last turn | earlier turns), None when the last update had no vector
         or was the first observation."""

@@ -14,10 +14,9 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from episodic.errors import IngestError
-from episodic.service.ingest import ingest_file
+from episodic.service.ingest import IngestReport, ingest_file
 from storage.offsets import Offsets
 from storage.raw import RawLog
 
@@ -26,20 +25,13 @@ PRINT = 4096  # bytes before the offset whose hash tells a grown file from a rew
 
 
 @dataclass
-class CaptureReport:
-    path: str
-    start: int
-    end: int
-    lines: int
-    accepted: int
-    duplicates: int
-    rejected: int
-    skipped_derived: int
-    restarted: bool
-    streams: list[str]
+class CaptureReport(IngestReport):
+    """An ingest of the lines between two byte offsets of a growing file."""
 
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    start: int = 0
+    end: int = 0
+    lines: int = 0
+    restarted: bool = False  # the file was rewritten: read again from its start
 
 
 def last_line_end(path: Path, start: int, size: int) -> int:
@@ -116,7 +108,7 @@ def capture_file(
         start, line = 0, 1
     end = last_line_end(path, start, size)
     if end <= start:
-        return CaptureReport(key, start, start, 0, 0, 0, 0, 0, restarted, [])
+        return CaptureReport(key, start=start, end=start, restarted=restarted)
     report = ingest_file(
         raw,
         path,
@@ -128,15 +120,4 @@ def capture_file(
     lines = count_lines(path, start, end)
     # after the append: never ahead of raw
     offsets.set(user_id, key, end, line + lines, fingerprint(path, end))
-    return CaptureReport(
-        path=key,
-        start=start,
-        end=end,
-        lines=lines,
-        accepted=report.accepted,
-        duplicates=report.duplicates,
-        rejected=report.rejected,
-        skipped_derived=report.skipped_derived,
-        restarted=restarted,
-        streams=report.streams,
-    )
+    return CaptureReport(**vars(report), start=start, end=end, lines=lines, restarted=restarted)

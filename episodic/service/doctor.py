@@ -22,8 +22,11 @@ immutable, and a turn that two rows share a seq with cannot be renumbered.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+import pyarrow as pa
 
 from storage.episodes import Episodes
 from storage.facts import Facts
@@ -84,50 +87,47 @@ class Span:
     n_turns: int
 
 
+def _rows(table: pa.Table, *names: str) -> Iterator[tuple[Any, ...]]:
+    """The named columns of `table`, a tuple per row."""
+    return zip(*(table[n].to_pylist() for n in names), strict=True)
+
+
+class Repositories(Protocol):
+    """The repositories the checks read (a `Runtime` is one)."""
+
+    raw: RawLog
+    checkpoints: Checkpoints
+    episodes: Episodes
+    facts: Facts
+
+
 def run_doctor(
-    raw: RawLog,
-    checkpoints: Checkpoints,
-    episodes: Episodes,
-    user_id: str | None = None,
-    *,
-    facts: Facts | None = None,
-    repair: bool = False,
+    repos: Repositories, user_id: str | None = None, *, repair: bool = False
 ) -> DoctorReport:
     """Check; with `repair`, rewrite the heads found wrong and check again
     (the report then lists what is still wrong and what was repaired)."""
-    report = check_store(raw, checkpoints, episodes, user_id, facts)
+    report = check_store(repos, user_id)
     users = sorted({p.user_id for p in report.problems if p.repairable})
     if not repair or not users:
         return report
-    repaired = [r.as_dict() for u in users for r in raw.repair_heads(u)]
-    report = check_store(raw, checkpoints, episodes, user_id, facts)
+    repaired = [r.as_dict() for u in users for r in repos.raw.repair_heads(u)]
+    report = check_store(repos, user_id)
     report.repaired = repaired
     return report
 
 
-def check_store(
-    raw: RawLog,
-    checkpoints: Checkpoints,
-    episodes: Episodes,
-    user_id: str | None = None,
-    facts: Facts | None = None,
-) -> DoctorReport:
+def check_store(repos: Repositories, user_id: str | None = None) -> DoctorReport:
     """Read what the checks need (of one user, or all), then check each stream."""
+    raw = repos.raw
     seqs = raw.seq_table(user_id)
     stats = stream_stats_of(seqs)
     turns: dict[StreamKey, dict[str, int]] = {}
-    for tid, uid, sid, seq in zip(
-        seqs["turn_id"].to_pylist(),
-        seqs["user_id"].to_pylist(),
-        seqs["stream_id"].to_pylist(),
-        seqs["seq"].to_pylist(),
-        strict=True,
-    ):
+    for tid, uid, sid, seq in _rows(seqs, "turn_id", "user_id", "stream_id", "seq"):
         turns.setdefault((uid, sid), {})[tid] = int(seq)
     heads = {(h.user_id, h.stream_id): h for h in raw.stored_heads(user_id)}
-    cps = {(c.user_id, c.stream_id): c for c in checkpoints.all(user_id)}
+    cps = {(c.user_id, c.stream_id): c for c in repos.checkpoints.all(user_id)}
     spans: dict[StreamKey, list[Span]] = {}
-    for r in episodes.spans(user_id).to_pylist():
+    for r in repos.episodes.spans(user_id).to_pylist():
         spans.setdefault((r["user_id"], r["stream_id"]), []).append(
             Span(
                 r["episode_id"],
@@ -150,8 +150,7 @@ def check_store(
         )
         report.problems.extend(problems)
         report.notes.extend(notes)
-    if facts is not None:
-        report.problems.extend(check_facts(facts, user_id))
+    report.problems.extend(check_facts(repos.facts, user_id))
     return report
 
 
@@ -160,24 +159,13 @@ def check_facts(facts: Facts, user_id: str | None = None) -> list[Problem]:
     of the fact after any ADD of it: a person's restore is an ADD)."""
     hist = frame(facts.store, "fact_history", user_id, ["user_id", "fact_id", "event", "at"])
     last: dict[tuple[str, str], tuple[Any, str]] = {}
-    for u, f, e, at in zip(
-        hist["user_id"].to_pylist(),
-        hist["fact_id"].to_pylist(),
-        hist["event"].to_pylist(),
-        hist["at"].to_pylist(),
-        strict=True,
-    ):
+    for u, f, e, at in _rows(hist, "user_id", "fact_id", "event", "at"):
         if e != "NOOP" and ((u, f) not in last or at >= last[(u, f)][0]):
             last[(u, f)] = (at, e)
     closed = {k for k, (_, e) in last.items() if e in ("UPDATE", "DELETE")}
     rows = frame(facts.store, "facts", user_id, ["user_id", "fact_id", "status"])
     bad: dict[str, list[str]] = {}
-    for u, f, status in zip(
-        rows["user_id"].to_pylist(),
-        rows["fact_id"].to_pylist(),
-        rows["status"].to_pylist(),
-        strict=True,
-    ):
+    for u, f, status in _rows(rows, "user_id", "fact_id", "status"):
         if status == "active" and (u, f) in closed:
             bad.setdefault(u, []).append(f)
     return [

@@ -333,10 +333,7 @@ class Memory(Closing):
 
     def doctor(self, user_id: str | None = None, *, repair: bool = False) -> DoctorReport:
         """Check (and with `repair`, mend) the store's invariants."""
-        rt = self.rt
-        return run_doctor(
-            rt.raw, rt.checkpoints, rt.episodes, user_id, facts=rt.facts, repair=repair
-        )
+        return run_doctor(self.rt, user_id, repair=repair)
 
     # ---- transfer ----------------------------------------------------------
     def export(self, user_id: str, out: Path) -> TransferReport:

@@ -28,16 +28,8 @@ NOW = datetime(2025, 5, 1, tzinfo=UTC)
 def _plan(
     i: int, event: FactEvent, text: str | None, vec: np.ndarray, target: str | None = None
 ) -> PlannedFact:
-    return PlannedFact(
-        index=i,
-        event=event,
-        target_fact_id=target,
-        new_text=text,
-        old_text=None,
-        valid_from=NOW,
-        decided_by="test",
-        vector=[float(x) for x in vec],
-    )
+    # fields in order: index, event, target, old text, new text, valid from, decided by, vector
+    return PlannedFact(i, event, target, None, text, NOW, "test", [float(x) for x in vec])
 
 
 def test_mirror_ranks_like_the_store_and_follows_plans(store) -> None:  # type: ignore[no-untyped-def]

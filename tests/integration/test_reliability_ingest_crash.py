@@ -204,7 +204,7 @@ def _after_crash(home: Path) -> dict[str, int]:
     from episodic.service.doctor import check_store
 
     repos = open_repos(home)
-    report = check_store(repos.raw, repos.checkpoints, repos.episodes)
+    report = check_store(repos)
     kinds = [p.kind for p in report.problems]
     return {
         "stale_heads": len({(p.user_id, p.stream_id) for p in report.problems if p.repairable}),

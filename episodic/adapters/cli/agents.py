@@ -12,7 +12,7 @@ import typer
 
 from episodic.adapters.cli.context import memory
 from episodic.adapters.cli.guard import GuardedTyper, fail
-from episodic.adapters.cli.output import console, err, print_json, show
+from episodic.adapters.cli.output import console, err, print_json, show, show_ingest
 from episodic.errors import ExitCode
 
 keys_app = GuardedTyper(no_args_is_help=True, help="API keys: one tenant each, with scopes.")
@@ -105,14 +105,7 @@ def _capture(path: Path, fmt: str, user: str, as_json: bool, override: bool = Tr
         rep = memory().capture(path, fmt, user_id=user, override_user=override)
     except (IngestError, OSError) as e:
         fail(ExitCode.USAGE, str(e))
-    if as_json:
-        print_json(rep.as_dict())
-    else:
-        err.print(
-            f"{rep.path}: bytes {rep.start}-{rep.end}, accepted {rep.accepted}, "
-            f"duplicates {rep.duplicates}, rejected {rep.rejected}",
-            markup=False,
-        )
+    show_ingest(rep, as_json, f"{rep.path}: bytes {rep.start}-{rep.end}", err)
 
 
 @capture_app.command("claude-code")

@@ -12,7 +12,15 @@ import typer
 from episodic.adapters.cli.context import for_user, memory
 from episodic.adapters.cli.guard import GuardedTyper, fail, preflight
 from episodic.adapters.cli.options import show_progress, spinner
-from episodic.adapters.cli.output import console, err, esc, print_json, show, views_json
+from episodic.adapters.cli.output import (
+    console,
+    err,
+    esc,
+    print_json,
+    show,
+    show_ingest,
+    views_json,
+)
 from episodic.errors import ExitCode
 
 # exit codes: episodic.errors.ExitCode; settings checked first and failures
@@ -83,18 +91,7 @@ def ingest(
                 )
     except IngestError as e:
         fail(ExitCode.USAGE, str(e))
-    if as_json:
-        print_json(report.as_dict())
-    else:
-        console.print(
-            f"[bold]{esc(path)}[/bold] ({esc(report.format)}): accepted "
-            f"[green]{report.accepted}[/green], duplicates {report.duplicates}, rejected "
-            f"[red]{report.rejected}[/red], compaction summaries kept out {report.skipped_derived}"
-        )
-        for reason in report.first_reasons:
-            console.print(f"  [red]rejected[/red] {esc(reason)}")
-        if report.rejected:
-            console.print("  (kept whole in the rejected_input table)")
+    show_ingest(report, as_json, str(path))
     raise typer.Exit(1 if report.rejected else 0)
 
 

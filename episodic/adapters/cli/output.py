@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from episodic.service.ingest import IngestReport
     from episodic.service.views import View
 
 console = Console()
@@ -53,3 +54,19 @@ def show(
     for row in rows:
         t.add_row(*(escape(cell) for cell in row))
     console.print(t)
+
+
+def show_ingest(report: IngestReport, as_json: bool, title: str, to: Console = console) -> None:
+    """An ingest's (or a capture's) counts and its first rejected lines."""
+    if as_json:
+        print_json(report.as_dict())
+        return
+    to.print(
+        f"[bold]{esc(title)}[/bold] ({esc(report.format)}): accepted "
+        f"[green]{report.accepted}[/green], duplicates {report.duplicates}, rejected "
+        f"[red]{report.rejected}[/red], compaction summaries kept out {report.skipped_derived}"
+    )
+    for reason in report.first_reasons:
+        to.print(f"  [red]rejected[/red] {esc(reason)}")
+    if report.rejected:
+        to.print("  (kept whole in the rejected_input table)")

@@ -27,20 +27,8 @@ from episodic.adapters.autopilot import Autopilot
 from episodic.adapters.http.auth import Reader, Writer
 from episodic.adapters.http.limits import BodyLimit, TimedH11
 from episodic.errors import NotFoundError
+from episodic.service import views
 from episodic.service.memory import Memory
-from episodic.service.views import (
-    AddReceipt,
-    EpisodeDetail,
-    EpisodeView,
-    FactEvent,
-    FactView,
-    ForgetReceipt,
-    Hit,
-    IngestStatus,
-    ReflectionView,
-    StreamStatus,
-    UsageView,
-)
 
 MAX_TURNS = 1_000
 API_VERSION = "v1"
@@ -139,12 +127,12 @@ def create_app(
     def healthz() -> Health:
         return Health(status="ok", version=API_VERSION)
 
-    @app.post("/v1/turns", response_model=AddReceipt, tags=["write"])
+    @app.post("/v1/turns", response_model=views.AddReceipt, tags=["write"])
     def post_turns(
         body: TurnsIn,
         key: Writer,
         idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
-    ) -> AddReceipt:
+    ) -> views.AddReceipt:
         """Append a batch of turns to the caller's raw log; the answer comes once
         they are durable, with an `ingest_id` (`GET /v1/ingests/{id}`). A retry
         with the same `Idempotency-Key` header gets the first answer and writes
@@ -156,8 +144,8 @@ def create_app(
             autopilot.touch(key.user_id)
         return receipt
 
-    @app.get("/v1/ingests/{ingest_id}", response_model=IngestStatus, tags=["read"])
-    def ingest(ingest_id: Id, key: Reader) -> IngestStatus:
+    @app.get("/v1/ingests/{ingest_id}", response_model=views.IngestStatus, tags=["read"])
+    def ingest(ingest_id: Id, key: Reader) -> views.IngestStatus:
         """What became of one write: queued, consolidated (its episodes and facts) or failed."""
         return memory.ingest_status(key.user_id, ingest_id)
 
@@ -172,13 +160,13 @@ def create_app(
         )
         return _consolidated(out)
 
-    @app.get("/v1/search", response_model=list[Hit], tags=["read"])
+    @app.get("/v1/search", response_model=list[views.Hit], tags=["read"])
     def search(
         key: Reader,
         q: Annotated[str, Query(min_length=1, max_length=4000)],
         k: Annotated[int, Query(ge=1, le=100)] = 10,
         kinds: Annotated[str, Query(max_length=200)] = "turns,facts,reflections",
-    ) -> list[Hit]:
+    ) -> list[views.Hit]:
         """The shipped search, as `episodic search` runs it (docs/retrieval.md)."""
         wanted = tuple(x.strip() for x in kinds.split(",") if x.strip())
         try:
@@ -186,49 +174,49 @@ def create_app(
         except ValueError as e:
             raise HTTPException(400, str(e)) from e
 
-    @app.get("/v1/facts", response_model=list[FactView], tags=["read"])
+    @app.get("/v1/facts", response_model=list[views.FactView], tags=["read"])
     def facts(
         key: Reader,
         all_rows: Annotated[bool, Query(alias="all")] = False,
         as_of: datetime | None = None,
-    ) -> list[FactView]:
+    ) -> list[views.FactView]:
         """Active facts; `all` adds superseded and deleted ones; `as_of` gives
         those believed true then."""
         return memory.facts(key.user_id, as_of=as_of, include_inactive=all_rows)
 
-    @app.get("/v1/facts/{fact_id}/history", response_model=list[FactEvent], tags=["read"])
-    def fact_history(fact_id: Id, key: Reader) -> list[FactEvent]:
+    @app.get("/v1/facts/{fact_id}/history", response_model=list[views.FactEvent], tags=["read"])
+    def fact_history(fact_id: Id, key: Reader) -> list[views.FactEvent]:
         """Every ADD / UPDATE / DELETE / NOOP decision on a fact (a unique prefix will do)."""
         return memory.fact_history(key.user_id, fact_id)
 
-    @app.get("/v1/episodes", response_model=list[EpisodeView], tags=["read"])
+    @app.get("/v1/episodes", response_model=list[views.EpisodeView], tags=["read"])
     def episodes(
         key: Reader,
         stream: Annotated[str | None, Query(max_length=512)] = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
-    ) -> list[EpisodeView]:
+    ) -> list[views.EpisodeView]:
         """The most recent episodes, newest first."""
         return memory.episodes(key.user_id, stream_id=stream, limit=limit)[::-1]
 
-    @app.get("/v1/episodes/{episode_id}", response_model=EpisodeDetail, tags=["read"])
-    def episode(episode_id: Id, key: Reader) -> EpisodeDetail:
+    @app.get("/v1/episodes/{episode_id}", response_model=views.EpisodeDetail, tags=["read"])
+    def episode(episode_id: Id, key: Reader) -> views.EpisodeDetail:
         """One episode with its turns (a unique prefix of its id will do)."""
         return memory.episode(key.user_id, episode_id)
 
-    @app.get("/v1/reflections", response_model=list[ReflectionView], tags=["read"])
+    @app.get("/v1/reflections", response_model=list[views.ReflectionView], tags=["read"])
     def reflections(
         key: Reader, all_rows: Annotated[bool, Query(alias="all")] = False
-    ) -> list[ReflectionView]:
+    ) -> list[views.ReflectionView]:
         """Reflections; `all` adds archived ones."""
         return memory.reflections(key.user_id, include_archived=all_rows)
 
-    @app.get("/v1/status", response_model=list[StreamStatus], tags=["read"])
-    def status(key: Reader) -> list[StreamStatus]:
+    @app.get("/v1/status", response_model=list[views.StreamStatus], tags=["read"])
+    def status(key: Reader) -> list[views.StreamStatus]:
         """Per stream: raw turns, watermark, lag, open episode, last run."""
         return memory.status(key.user_id)
 
-    @app.get("/v1/usage", response_model=UsageView, tags=["read"])
-    def usage(key: Reader, runs: Annotated[int, Query(ge=1, le=500)] = 20) -> UsageView:
+    @app.get("/v1/usage", response_model=views.UsageView, tags=["read"])
+    def usage(key: Reader, runs: Annotated[int, Query(ge=1, le=500)] = 20) -> views.UsageView:
         """Model calls, cache hits, tokens and cost of the recent consolidate runs."""
         return memory.usage(key.user_id, limit=runs)
 
@@ -237,39 +225,39 @@ def create_app(
         """The caller's key: its user, id and scopes."""
         return Me(user_id=key.user_id, key_id=key.key_id, scopes=list(key.scopes))
 
-    @app.post("/v1/facts/{fact_id}/invalidate", response_model=FactView, tags=["write"])
-    def invalidate_fact(fact_id: Id, key: Writer) -> FactView:
+    @app.post("/v1/facts/{fact_id}/invalidate", response_model=views.FactView, tags=["write"])
+    def invalidate_fact(fact_id: Id, key: Writer) -> views.FactView:
         """The user's correction: the fact stops being believed (kept, reversible)."""
         return memory.invalidate_fact(key.user_id, fact_id, actor=f"api:{key.key_id}")
 
-    @app.post("/v1/facts/{fact_id}/restore", response_model=FactView, tags=["write"])
-    def restore_fact(fact_id: Id, key: Writer) -> FactView:
+    @app.post("/v1/facts/{fact_id}/restore", response_model=views.FactView, tags=["write"])
+    def restore_fact(fact_id: Id, key: Writer) -> views.FactView:
         """Undo an invalidation: the fact is active again."""
         return memory.restore_fact(key.user_id, fact_id, actor=f"api:{key.key_id}")
 
-    def forget(user_id: str, **target: str) -> ForgetReceipt:
+    def forget(user_id: str, **target: str) -> views.ForgetReceipt:
         # recalls a search noted write to the tables a forget compacts: written first
         memory.rt.recalls.flush()
         return memory.forget(user_id, **target)
 
-    @app.delete("/v1/memory", response_model=ForgetReceipt, tags=["forget"])
-    def forget_user(key: Writer) -> ForgetReceipt:
+    @app.delete("/v1/memory", response_model=views.ForgetReceipt, tags=["forget"])
+    def forget_user(key: Writer) -> views.ForgetReceipt:
         """Erase everything of the caller's user from every file, this key
         included; the receipt holds per-table counts, never content."""
         return forget(key.user_id, actor=f"api:{key.key_id}")
 
-    @app.delete("/v1/turns/{turn_id}", response_model=ForgetReceipt, tags=["forget"])
-    def forget_turn(turn_id: Id, key: Writer) -> ForgetReceipt:
+    @app.delete("/v1/turns/{turn_id}", response_model=views.ForgetReceipt, tags=["forget"])
+    def forget_turn(turn_id: Id, key: Writer) -> views.ForgetReceipt:
         """Erase one turn's text; what depended on it is derived again."""
         return forget(key.user_id, turn=turn_id, actor=f"api:{key.key_id}")
 
-    @app.delete("/v1/episodes/{episode_id}", response_model=ForgetReceipt, tags=["forget"])
-    def forget_episode(episode_id: Id, key: Writer) -> ForgetReceipt:
+    @app.delete("/v1/episodes/{episode_id}", response_model=views.ForgetReceipt, tags=["forget"])
+    def forget_episode(episode_id: Id, key: Writer) -> views.ForgetReceipt:
         """Erase one episode's turns; what depended on them is derived again."""
         return forget(key.user_id, episode=episode_id, actor=f"api:{key.key_id}")
 
-    @app.delete("/v1/facts/{fact_id}", response_model=ForgetReceipt, tags=["forget"])
-    def forget_fact(fact_id: Id, key: Writer) -> ForgetReceipt:
+    @app.delete("/v1/facts/{fact_id}", response_model=views.ForgetReceipt, tags=["forget"])
+    def forget_fact(fact_id: Id, key: Writer) -> views.ForgetReceipt:
         """Erase one fact and its history."""
         return forget(key.user_id, fact=fact_id, actor=f"api:{key.key_id}")
 

@@ -28,6 +28,7 @@ from fastapi import APIRouter, Depends, FastAPI, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from pydantic import BaseModel, Field
 
 from episodic.errors import NotFoundError
 from episodic.service.memory import Memory
@@ -57,6 +58,16 @@ ACTIONS = {
                     "user is erased from every file, older table versions "
                     "included. This cannot be undone.", "user"),
 }  # fmt: skip
+
+
+class FactFilter(BaseModel):
+    """The facts page's query: which facts, in which order."""
+
+    status: str = Field("active", max_length=20)
+    sort: str = Field("valid_from", max_length=20)
+    desc: bool = True
+    q: str = Field("", max_length=200)
+    as_of: str = Field("", max_length=40)
 
 
 @dataclass
@@ -371,34 +382,24 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
         )
 
     @router.get("/facts")
-    def facts(
-        who: Who,
-        status: Annotated[str, Query(max_length=20)] = "active",
-        sort: Annotated[str, Query(max_length=20)] = "valid_from",
-        desc: bool = True,
-        q: Annotated[str, Query(max_length=200)] = "",
-        as_of: Annotated[str, Query(max_length=40)] = "",
-    ) -> HTMLResponse:
+    def facts(who: Who, filt: Annotated[FactFilter, Query()]) -> HTMLResponse:
         error = None
         try:
-            when = parse_day(as_of)
+            when = parse_day(filt.as_of)
         except ValueError:
-            when, error = None, f"{as_of!r} is not a date (YYYY-MM-DD)"
+            when, error = None, f"{filt.as_of!r} is not a date (YYYY-MM-DD)"
         rows = memory.facts(who.user, as_of=when, include_inactive=True)
-        if status in FACT_STATUSES and when is None:
-            rows = [f for f in rows if f.status == status]
-        if q:
-            rows = [f for f in rows if q.lower() in f.text.lower()]
-        rows = sort_facts(rows, sort if sort in FACT_SORTS else "valid_from", desc)
+        if filt.status in FACT_STATUSES and when is None:
+            rows = [f for f in rows if f.status == filt.status]
+        if filt.q:
+            rows = [f for f in rows if filt.q.lower() in f.text.lower()]
+        sort = filt.sort if filt.sort in FACT_SORTS else "valid_from"
+        rows = sort_facts(rows, sort, filt.desc)
         return page(
             "facts.html",
             who,
             facts=rows,
-            status=status,
-            sort=sort,
-            desc=desc,
-            q=q,
-            as_of=as_of,
+            filt=filt,
             error=error,
             statuses=("all", *FACT_STATUSES),
             sorts=FACT_SORTS,
