@@ -84,6 +84,9 @@ class Settings(HomeSettings):
     user_threads: Annotated[int, Field(ge=1)] = 2
     # LanceDB's index + metadata caches, in MiB
     lance_cache_mb: Annotated[int, Field(ge=16)] = 512
+    # the search's working set: searched users' turns, facts, reflections and
+    # episodes in memory (about 1.1 KB a turn with 384-dim vectors), in MiB
+    working_set_mb: Annotated[int, Field(ge=1)] = 2048
     batch_turns: Annotated[int, Field(ge=1)] = 2_000
     reflection_threshold: Positive = 150.0
     idle_minutes: Positive = DEFAULTS.idle_minutes  # fractions too: 0.1 is six seconds

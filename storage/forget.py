@@ -34,8 +34,10 @@ from storage.keys import TABLE as KEYS_TABLE
 from storage.ledger import TABLE as LEDGER_TABLE
 from storage.offsets import TABLE as OFFSETS_TABLE
 from storage.receipts import TABLE as RECEIPTS_TABLE
-from storage.search import TURN_DOCS
 
+# the search documents of stores written before the search built them in
+# memory: no longer written, erased with the rest
+TURN_DOCS = "turn_docs"
 USER_TABLES: tuple[str, ...] = (
     *schemas.TABLES,
     TURN_DOCS,

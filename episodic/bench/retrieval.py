@@ -1,12 +1,15 @@
 """Search latency at 10k, 100k and 1M turns of 100 users, timing the shipped
 search (`Memory.search`, what `episodic search` calls: BM25 over
-turn documents plus cosine at half weight, fused by RRF, recency and
-importance, facts and reflections, the returned turns' context and the recall
-bookkeeping) on a store written with the project's schemas and indexes
-(`episodic.bench.retrieval_store`, built once under /tmp and reused).
+turn documents plus cosine, fused by RRF, recency and importance, facts and
+reflections, the returned turns' context and the recall bookkeeping) on a
+store written with the project's schemas and indexes
+(`episodic.bench.retrieval_store`, built once under /tmp and reused). The
+search reads the user's working set (`episodic.service.working_set`): the
+first search of each user loads it (timed apart, cold), the timed ones are
+warm, as in a running API.
 
-Beside it: each channel of the turn search alone (BM25; cosine, which the
-project runs as an exact scan of the user's rows: it builds no vector index),
+Beside it: each step of the search alone, each channel of the turn search
+alone (in-memory BM25; cosine, an exact scan of the user's vectors),
 and an IVF_HNSW_SQ index over a copy of the same vectors with its recall@10
 against an exact numpy top-10 of the same user's vectors. Hash-embedder
 vectors tie often (turns sharing the query's words), so a hit counts as
@@ -38,8 +41,11 @@ from episodic.bench.retrieval_store import (
     user_id,
     user_topics,
 )
+from episodic.lexical import tokens
+from episodic.models import now_utc
 
 TARGET_P50_MS = 20.0
+TARGET_P95_MS = 50.0
 SIZES = (10_000, 100_000, 1_000_000)
 QUERIES = 120
 ANN_TABLE = "ann_vectors"
@@ -77,56 +83,61 @@ def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
 
 
 def _shipped(memory: Any, qs: list[tuple[str, str]]) -> dict[str, Any]:
-    from storage import filters
-    from storage.search import TurnDocs, _dense, _text_ids
-
     rt = memory.rt
+    # the first search of each user loads its working set: timed apart (cold),
+    # then every timed search is warm, as in a running API
+    cold = []
+    for u in sorted({u for u, _ in qs}):
+        cold.append(_timed(memory.search, u, "warm up")[1])
     # Memory.search's defaults, the CLI's: k=10, 100 per channel, recall recorded
-    for u, q in qs[:5]:  # warm caches
-        memory.search(u, q)
     ship = [_timed(memory.search, u, q) for u, q in qs]
-    docs, vecs = TurnDocs(rt.store).table, rt.store.table("turn_vectors")
     text, dense = [], []
     for u, q in qs:
         qv = rt.embedder.embed([q])[0].astype(np.float32)
-        text.append(_timed(_text_ids, rt.store, docs, q, filters.user(u), "turn_id", 100))
-        cond = filters.user(u) & filters.eq("model", rt.embedder.name)
-        dense.append(_timed(_dense, rt.store, vecs, qv, "vector", cond, "turn_id", 100))
+        with rt.working.user(u) as um:
+            text.append(_timed(um.turns.bm25.top, tokens(q), 100)[1])
+            dense.append(_timed(um.turns.dense.top, qv, 100)[1])
     return {
         "shipped": {
             **_lat([t for _, t in ship]),
             "mean_hits": round(float(np.mean([len(h) for h, _ in ship])), 1),
         },
+        "cold_load_per_user": {**_lat(cold), "users": len(cold)},
+        "working_set_mb": round(rt.working.nbytes() / 2**20, 1),
         "parts_alone": _parts(memory, qs),
-        "bm25_turns": _lat([t for _, t in text]),
-        "cosine_turns_exact": _lat([t for _, t in dense]),
+        "bm25_turns": _lat(text),
+        "cosine_turns_exact": _lat(dense),
     }
 
 
 def _parts(memory: Any, qs: list[tuple[str, str]]) -> dict[str, Any]:
-    """Each read of the shipped search run alone, one after another, on the
-    same queries (median ms): where a search's time goes. The search runs
-    them on a thread pool, so its figure is not their sum."""
+    """Each step of the shipped search run alone on a warm working set, one
+    after another, on the same queries (median ms): where a search's time goes."""
     from episodic.service import search as s
-    from storage.search import episodes_holding, search_table, search_turns, stale_facts
 
     rt = memory.rt
+    w = s.MemoryOptions().weights
     ms: dict[str, list[float]] = {}
     for u, q in qs:
-        qv = rt.embedder.embed([q])[0].astype(np.float32)
-        turns, ms_turns = _timed(search_turns, rt.store, u, rt.embedder.name, q, qv, 100)
-        ms.setdefault("documents_check", []).append(_timed(s._sync_turn_docs, rt, u)[1])
-        ms.setdefault("turns_bm25_cosine", []).append(ms_turns)
-        for kind in ("facts", "reflections"):
-            _, t = _timed(search_table, rt.store, s._TABLE[kind], s._ID[kind], u, q, qv, 100)
-            ms.setdefault(f"{kind}_bm25_cosine", []).append(t)
-        ms.setdefault("superseded_facts", []).append(_timed(stale_facts, rt.store, u)[1])
-        rows = [h.row for h in turns[:30] if h.row and "seq" in h.row]
-        seqs: dict[str, list[int]] = {}
-        for r in rows:
-            seqs.setdefault(str(r["stream_id"]), []).append(int(r["seq"]))
-        ms.setdefault("episodes_of_hits", []).append(_timed(episodes_holding, rt.store, u, seqs)[1])
-        ms.setdefault("context_turns", []).append(_timed(s._contexts, rt, u, rows)[1])
+        qv, t = _timed(lambda text: rt.embedder.embed([text])[0].astype(np.float32), q)
+        ms.setdefault("embed_query", []).append(t)
+        with rt.working.user(u) as um:
+            ms.setdefault("refresh", []).append(_timed(um.refresh)[1])
+            raw, t = _timed(s._turn_candidates, um, q, qv, 100)
+            ms.setdefault("turns_bm25_cosine", []).append(t)
+            for kind, items in (("facts", um.facts), ("reflections", um.reflections)):
+                got, t = _timed(s._row_candidates, items, kind, q, qv, 100)
+                ms.setdefault(f"{kind}_bm25_cosine", []).append(t)
+                raw += got
+            stale, t = _timed(s.stale_facts, um.facts)
+            ms.setdefault("superseded_facts", []).append(t)
+            at = um.turns.newest or now_utc()
+            cands, t = _timed(s._score_all, raw, stale, at, w)
+            ms.setdefault("scoring", []).append(t)
+            cands.sort(key=lambda c: (-c[0].score, c[2].item_id))
+            ms.setdefault("hits_with_context", []).append(
+                _timed(s._hits, um.turns, cands, s.MemoryOptions())[1]
+            )
     out: dict[str, Any] = {k: round(statistics.median(v), 2) for k, v in ms.items()}
     out["sum"] = round(sum(out.values()), 2)
     return out
@@ -278,7 +289,10 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     res["targets"] = {
         "shipped_p50_ms_at_1M": target(
             at_1m["shipped"]["p50_ms"] if at_1m else None, "<=", TARGET_P50_MS
-        )
+        ),
+        "shipped_p95_ms_at_1M": target(
+            at_1m["shipped"]["p95_ms"] if at_1m else None, "<=", TARGET_P95_MS
+        ),
     }
     report("retrieval", res)
     return res

@@ -1,5 +1,5 @@
 """A large synthetic store for the retrieval benchmark, written with the
-project's own schemas, ids, turn documents and indexes, built once under a
+project's own schemas, ids and indexes, built once under a
 directory and reused (a `built.json` beside the tables marks it complete).
 
 Texts: the 8,400 words of the public dialogues (../shared/data; made-up
@@ -27,12 +27,10 @@ import pyarrow as pa
 
 from episodic.embed.hash import HashEmbedder
 from episodic.models import Episode, Fact, Reflection, stable_id
-from episodic.retrieval import turn_doc, turn_line
 from storage.codec import to_row, to_table
 from storage.db import Store
 from storage.rows import stream_key
 from storage.schemas import schema
-from storage.search import TurnDocs, turn_docs_schema
 from storage.vectors import vector_key
 
 DIM = 384
@@ -125,7 +123,6 @@ def _user_rows(
     mine = user_topics(u, seed)
     names = [str(x) for x in rng.choice(SPEAKERS, 2, replace=False)]
     raw: dict[str, list[Any]] = {c: [] for c in schema("raw_turns", DIM).names}
-    docs: dict[str, list[Any]] = {c: [] for c in turn_docs_schema().names}
     heads, episodes = [], []
     for s in range(STREAMS):
         sid = f"s{s}"
@@ -141,15 +138,12 @@ def _user_rows(
             topics[at : at + run] = mine[int(rng.integers(len(mine)))]
             at += run
         texts = sentences(rng, w, topics, rng.integers(6, 21, m))
-        prev: tuple[str, datetime] | None = None
         first = len(raw["turn_id"])
         for seq in range(m):
             text = texts[seq]
             role = "user" if seq % 2 == 0 else "assistant"
             speaker = names[seq % 2]
             tid = stable_id("turn", uid, sid, seq)
-            line = turn_line(speaker, text)
-            near = prev is not None and (times[seq] - prev[1]).total_seconds() <= 1800
             for col, v in (
                 ("turn_id", tid),
                 ("user_id", uid),
@@ -165,16 +159,6 @@ def _user_rows(
                 ("meta", json.dumps({"speaker": speaker})),
             ):
                 raw[col].append(v)
-            for col, v in (
-                ("turn_id", tid),
-                ("user_id", uid),
-                ("stream_id", sid),
-                ("seq", seq),
-                ("event_ts", times[seq].replace(tzinfo=None)),
-                ("doc", turn_doc(line, prev[0] if near and prev else None)),
-            ):
-                docs[col].append(v)
-            prev = (line, times[seq])
         heads.append(
             {
                 "key": stream_key(uid, sid),
@@ -205,7 +189,6 @@ def _user_rows(
     ep_ids = [e["episode_id"] for e in episodes]
     return {
         "raw_turns": pa.Table.from_pydict(raw, schema=schema("raw_turns", DIM)),
-        "turn_docs": pa.Table.from_pydict(docs, schema=turn_docs_schema()),
         "turn_vectors": tv,
         "streams": heads,
         "episodes": [
@@ -328,10 +311,8 @@ def build(root: Path, n: int, seed: int = 0, log: Any = None) -> dict[str, Any]:
     write_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     made = store.ensure_indexes()
-    TurnDocs(store).ensure_index()
-    for name in (*store.table_names(), "turn_docs"):
-        tbl = store.table(name) if name != "turn_docs" else TurnDocs(store).table
-        tbl.optimize(cleanup_older_than=timedelta(seconds=1))
+    for name in store.table_names():
+        store.table(name).optimize(cleanup_older_than=timedelta(seconds=1))
     index_s = time.perf_counter() - t1
     rec = {
         "items": n,
@@ -347,13 +328,12 @@ def build(root: Path, n: int, seed: int = 0, log: Any = None) -> dict[str, Any]:
 
 
 def _write(store: Store, pending: dict[str, list[Any]]) -> None:
-    docs = TurnDocs(store).table
     for name, parts in pending.items():
         if isinstance(parts[0], pa.Table):
             data = pa.concat_tables(parts)
         else:
             data = to_table(name, [r for p in parts for r in p], DIM)
-        (docs if name == "turn_docs" else store.table(name)).add(data)
+        store.table(name).add(data)
 
 
 def disk_mb(root: Path, skip: str = "") -> float:

@@ -30,14 +30,12 @@ from episodic.errors import NotFoundError
 from episodic.llm.cache import user_folder
 from episodic.models import Episode
 from episodic.service.runtime import Runtime
-from episodic.service.search import sync_turn_docs
 from episodic.service.timeline import latest_plot_path
 from episodic.spool import claim, done
 from episodic.vocab import FactsState
 from storage import filters
-from storage.forget import erase_user, present, purge_versions, record
+from storage.forget import TURN_DOCS, erase_user, present, purge_versions, record
 from storage.lease import user_lease
-from storage.search import TURN_DOCS
 
 TOMBSTONE = "[forgotten]"
 
@@ -109,14 +107,13 @@ def forget_turns(
             counts["turn_vectors"] = int(tbl.count_rows(cond))
             tbl.delete(cond)
         if ids and TURN_DOCS in present(store):
-            # a turn's search document holds the turn before it too: the
-            # stream's documents are written again from the redacted log
+            # stores written before the search built its documents in memory: a
+            # document holds the turn before it too, so the stream's documents go
             streams = sorted({t.stream_id for t in turns if t.turn_id in set(ids)})
             tbl = store.db.open_table(TURN_DOCS)
             cond = filters.sql(filters.user(user_id) & filters.within("stream_id", streams))
             counts[TURN_DOCS] = int(tbl.count_rows(cond))
             tbl.delete(cond)
-            sync_turn_docs(rt, user_id)
         for e in _episodes_holding(rt, user_id, [t.turn_id for t in turns]):
             counts["episodes"] += _rederive(rt, e)
             sole = [f.fact_id for f in rt.facts.list(user_id, include_inactive=True)

@@ -363,21 +363,24 @@ class Memory(Closing):
             raise ValueError("forget one turn, episode or fact at a time (or the whole user)")
         rt = self.rt
         rt.recalls.flush()  # queued recall writes land first: they would conflict later
-        if not asked:
-            receipt = ForgetReceipt(**f.forget_user(rt, user_id, actor))
-            self.keys.forget_cached()  # the user's keys are gone: no cached pass either
-            return receipt
-        kind, ident = asked[0]
-        if kind == "fact":
-            full = self._resolve("fact", ident, self._fact_ids(user_id))
-            return ForgetReceipt(**f.forget_fact(rt, user_id, full, actor))
-        if kind == "episode":
-            ids = [e.episode_id for e in rt.episodes.list(user_id)]
-            full = self._resolve("episode", ident, ids)
-            return ForgetReceipt(**f.forget_episode(rt, user_id, full, actor))
-        if not rt.raw.by_ids(user_id, [ident]):
-            raise NotFoundError("turn", ident, "not stored for this user")
-        return ForgetReceipt(**f.forget_turns(rt, user_id, [ident], "turn", ident, actor))
+        try:
+            if not asked:
+                receipt = ForgetReceipt(**f.forget_user(rt, user_id, actor))
+                self.keys.forget_cached()  # the user's keys are gone: no cached pass either
+                return receipt
+            kind, ident = asked[0]
+            if kind == "fact":
+                full = self._resolve("fact", ident, self._fact_ids(user_id))
+                return ForgetReceipt(**f.forget_fact(rt, user_id, full, actor))
+            if kind == "episode":
+                ids = [e.episode_id for e in rt.episodes.list(user_id)]
+                full = self._resolve("episode", ident, ids)
+                return ForgetReceipt(**f.forget_episode(rt, user_id, full, actor))
+            if not rt.raw.by_ids(user_id, [ident]):
+                raise NotFoundError("turn", ident, "not stored for this user")
+            return ForgetReceipt(**f.forget_turns(rt, user_id, [ident], "turn", ident, actor))
+        finally:
+            rt.working.drop(user_id)  # nothing forgotten stays in the search's memory
 
     # ---- keys --------------------------------------------------------------
     @property

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from episodic.config import Settings
 from episodic.embed.base import Embedder
 from episodic.llm.base import LLMProvider
+from episodic.service.working_set import WorkingSet
 from episodic.stages import StageClock
 from storage.db import Store, open_store
 from storage.episodes import Episodes
@@ -40,11 +40,7 @@ class Runtime:
     vectors: TurnVectors = field(init=False)
     recalls: RecallLog = field(init=False)  # search's recall writes, off the query path
     user_locks: dict[str, threading.Lock] = field(default_factory=dict)
-    # user -> (raw, heads, documents versions, newest event) at the user's last
-    # search that found its documents in sync: unchanged versions skip the check
-    docs_synced: dict[str, tuple[tuple[int, int, int], datetime | None]] = field(
-        default_factory=dict
-    )
+    working: WorkingSet = field(init=False)  # the search's users in memory
     stages: StageClock = field(default_factory=StageClock)
     _provider_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -56,6 +52,9 @@ class Runtime:
         self.checkpoints = Checkpoints(self.store)
         self.vectors = TurnVectors(self.store)
         self.recalls = RecallLog(self.store)
+        self.working = WorkingSet(
+            self.store, self.embedder.name, self.embedder.dim, self.settings.working_set_mb
+        )
 
     @property
     def provider(self) -> LLMProvider:

@@ -5,48 +5,31 @@ with its neighbours; the recalls are noted off the query path."""
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from episodic.models import Turn, now_utc
+from episodic.lexical import tokens
+from episodic.models import now_utc
 from episodic.retrieval import (
-    CONTEXT_GAP_MINUTES,
     CONTEXT_TURNS,
-    RUN_LINES,
     STALE_PENALTY,
     Components,
     ScoreWeights,
     context_rows,
-    days_of,
-    doc_before,
     fixed_score,
-    hours_between,
     states_stale,
-    turn_doc,
-    turn_line,
 )
+from episodic.service.item_set import ItemSet
 from episodic.service.runtime import Runtime
+from episodic.service.turn_set import TurnSet
 from episodic.service.views import HIT_KINDS, Hit, HitTurn
+from episodic.service.working_set import UserMemory
 from storage.codec import to_aware
-from storage.search import (
-    Match,
-    TurnDocs,
-    episodes_holding,
-    raw_at,
-    search_table,
-    search_turns,
-    stale_facts,
-)
-
-_TABLE = {"facts": "facts", "reflections": "reflections"}
-_ID = {"facts": "fact_id", "reflections": "reflection_id"}
+from storage.search import Match, fuse
 
 
 def _importance(r: dict[str, Any]) -> float:
@@ -71,8 +54,6 @@ _ROW = {
     kind: (
         "text",
         "importance",
-        "recall_count",
-        "last_recalled_at",
         "created_at",
         *(
             ("source_episode_ids", "valid_from")
@@ -104,199 +85,73 @@ class MemoryOptions:
                 raise ValueError(f"unknown kind {kind!r}; choose from {', '.join(HIT_KINDS)}")
 
 
-def _speaker(t: Turn) -> str:
-    name = t.meta.get("speaker")
-    return str(name) if isinstance(name, str) and name else t.role
-
-
-def _line(t: Turn) -> str:
-    cap = t.meta.get("blip_caption")
-    return turn_line(_speaker(t), t.text, cap if isinstance(cap, str) else None)
-
-
-def _close(a: Turn, b: Turn) -> bool:
-    return hours_between(a.event_ts, b.event_ts) * 60.0 <= CONTEXT_GAP_MINUTES
-
-
-def _earlier(turns: Sequence[Turn], i: int) -> list[tuple[str, str]]:
-    """The turns before turns[i], nearest first, while each is the seq just before
-    the next and within the context gap of it."""
-    out: list[tuple[str, str]] = []
-    j = i
-    while j > 0 and len(out) < RUN_LINES:
-        prev, nxt = turns[j - 1], turns[j]
-        if prev.seq != nxt.seq - 1 or not _close(prev, nxt):
-            break
-        out.append((_speaker(prev), _line(prev)))
-        j -= 1
-    return out
-
-
-DOC_BATCH = 5_000  # documents per commit while catching up
-
-
-def sync_turn_docs(rt: Runtime, user_id: str) -> int:
-    """Write the search documents of the user's turns that have none yet.
-    In sync (as many documents as turns: documents are unique per turn),
-    that is two counts; otherwise one read of every stream's watermark."""
-    return _sync_turn_docs(rt, user_id)[0]
-
-
-def _sync_turn_docs(rt: Runtime, user_id: str) -> tuple[int, datetime | None]:
-    """`sync_turn_docs`, and the user's newest event time (the streams' heads).
-    Found in sync once, the check is skipped while none of the three tables
-    has a new version (three version reads instead of two queries)."""
-    docs = TurnDocs(rt.store)
-    versions = (rt.raw.turns.version, rt.raw.heads.version, docs.table.version)
-    known = rt.docs_synced.get(user_id)
-    if known is not None and known[0] == versions:
-        return 0, known[1]
-    heads = rt.raw.streams(user_id)
-    times = [ts for h in heads if (ts := to_aware(h.last_event_ts)) is not None]
-    newest = max(times) if times else None
-    if docs.count(user_id) >= sum(h.n_turns for h in heads):
-        rt.docs_synced[user_id] = (versions, newest)
-        return 0, newest
-    marks = docs.watermarks(user_id)
-    written = 0
-    rows: list[dict[str, Any]] = []  # one commit per DOC_BATCH rows, not per stream
-    for head in heads:
-        mark = marks.get(head.stream_id, -1)
-        if head.head_seq <= mark:
-            continue
-        since = max(-1, mark - RUN_LINES)  # the turns a new document may reach back to
-        turns = rt.raw.read(user_id, head.stream_id, since, head.head_seq)
-        for i, t in enumerate(turns):
-            if t.seq <= mark:
-                continue
-            before = doc_before(_speaker(t), _earlier(turns, i))
-            rows.append(
-                {
-                    "turn_id": t.turn_id,
-                    "user_id": user_id,
-                    "stream_id": t.stream_id,
-                    "seq": t.seq,
-                    "event_ts": t.event_ts,
-                    "doc": turn_doc(_line(t), before, days_of(t.text, t.event_ts)),
-                }
-            )
-        if len(rows) >= DOC_BATCH:
-            written += docs.put(rows)
-            rows = []
-    written += docs.put(rows)
-    return written, newest
-
-
-def _contexts(
-    rt: Runtime, user_id: str, hits: Sequence[dict[str, Any]]
-) -> dict[str, list[HitTurn]]:
-    """The returned turns of each turn hit, read in one query per stream."""
-    want: dict[str, set[int]] = {}
-    for r in hits:
-        s = int(r["seq"])
-        want.setdefault(str(r["stream_id"]), set()).update(
-            range(s - CONTEXT_TURNS, s + CONTEXT_TURNS + 1)
-        )
-    rows = raw_at(rt.store, user_id, {s: sorted(v) for s, v in want.items()})
-    out: dict[str, list[HitTurn]] = {}
-    for r in hits:
-        stream, seq = str(r["stream_id"]), int(r["seq"])
-        near = [x for x in rows[stream] if abs(int(x["seq"]) - seq) <= CONTEXT_TURNS]
-        at = next((i for i, x in enumerate(near) if int(x["seq"]) == seq), None)
-        if at is None:
-            continue
-        times = [to_aware(x["event_ts"]) or now_utc() for x in near]
-        idx = context_rows([int(x["seq"]) for x in near], times, at)
-        out[str(r["turn_id"])] = [
-            HitTurn(
-                turn_id=str(near[i]["turn_id"]),
-                stream_id=stream,
-                seq=int(near[i]["seq"]),
-                speaker=str(json.loads(near[i]["meta"] or "{}").get("speaker") or near[i]["role"]),
-                text=str(near[i]["text"]),
-                event_ts=times[i],
-            )
-            for i in idx
-        ]
-    return out
-
-
 _Cand = tuple[Components, str, Match, dict[str, Any]]
 # before scoring: kind, hit, row, importance (0-10)
 _Raw = tuple[str, Match, dict[str, Any], float]
 
 
-# shared by concurrent searches (the API's request threads): room for several
-# searches' reads at once, which on object storage wait on the network
-def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=4 * len(HIT_KINDS), thread_name_prefix="episodic-search")
-
-
-_READERS = _pool()
-
-
-def _fresh_readers() -> None:
-    # a forked child inherits the pool but not its threads: it would wait forever
-    global _READERS
-    _READERS = _pool()
-
-
-os.register_at_fork(after_in_child=_fresh_readers)
-
-
-@dataclass(frozen=True)
-class _Ask:
-    """One search, as its readers see it."""
-
-    rt: Runtime
-    user_id: str
-    query: str
-    qvec: np.ndarray
-    opts: MemoryOptions
-    now: datetime
-
-
-def _turn_candidates(ask: _Ask) -> tuple[list[_Raw], datetime | None]:
-    rt, user_id, query, qvec, opts = ask.rt, ask.user_id, ask.query, ask.qvec, ask.opts
-    _, newest = _sync_turn_docs(rt, user_id)
-    hits = search_turns(rt.store, user_id, rt.embedder.name, query, qvec, opts.pool)
-    # text hits carry their position; only cosine-only hits are looked up
-    meta = {h.item_id: h.row for h in hits if h.row and "seq" in h.row}
-    missing = [h.item_id for h in hits if h.item_id not in meta]
-    meta.update({r["turn_id"]: r for r in TurnDocs(rt.store).by_ids(user_id, missing)})
-    by_stream: dict[str, list[int]] = {}
-    for r in meta.values():
-        by_stream.setdefault(str(r["stream_id"]), []).append(int(r["seq"]))
-    eps = episodes_holding(rt.store, user_id, by_stream)
+def _turn_candidates(um: UserMemory, query: str, qvec: np.ndarray, n: int) -> list[_Raw]:
+    """BM25 top-n and cosine top-n of the user's turns, fused by the one RRF;
+    each with its episode (the importance is the episode's salience)."""
+    ts = um.turns
+    lexical = ts.bm25.top(tokens(query), n) if query.strip() else []
+    near = [(ts.turn_of_vector(i), c) for i, c in ts.dense.top(qvec, n)] if len(ts.dense) else []
+    text_ids = [ts.rows[p].turn_id for p, _ in lexical]
+    dense_ids = [ts.rows[p].turn_id for p, _ in near]
+    cos = {ts.rows[p].turn_id: c for p, c in near}
+    t_rank = {i: r for r, i in enumerate(text_ids, start=1)}
+    d_rank = {i: r for r, i in enumerate(dense_ids, start=1)}
     out: list[_Raw] = []
-    for h in hits:
-        found = meta.get(h.item_id)
-        if found is None:
-            continue
-        ep = eps.get((str(found["stream_id"]), int(found["seq"])))
-        r = {**found, "episode": ep}
-        sal = float(ep["salience"] or 0) if ep else 0.0
-        out.append(("turns", h, r, sal))
-    return out, newest
+    for tid, score in fuse(text_ids, dense_ids):
+        at = ts.position(tid)
+        assert at is not None
+        row = ts.rows[at]
+        ep = um.episodes.holding(row.stream_id, row.seq)
+        r = {
+            "turn_id": tid, "stream_id": row.stream_id, "seq": row.seq,
+            "event_ts": row.event_ts, "line": ts.line(at), "episode": ep, "at": at,
+        }  # fmt: skip
+        m = Match(tid, score, t_rank.get(tid, 0), d_rank.get(tid, 0), cos.get(tid), r)
+        out.append(("turns", m, r, float(ep["salience"] or 0) if ep else 0.0))
+    return out
 
 
-def _row_candidates(ask: _Ask, kind: str) -> list[_Raw]:
-    hits = search_table(
-        ask.rt.store,
-        _TABLE[kind],
-        _ID[kind],
-        ask.user_id,
-        ask.query,
-        ask.qvec,
-        ask.opts.pool,
-        columns=_ROW[kind],
-    )
+def _row_candidates(items: ItemSet, kind: str, query: str, qvec: np.ndarray, n: int) -> list[_Raw]:
+    hits = items.search(query, qvec, n, _ROW[kind])
     return [(kind, h, h.row, _importance(h.row)) for h in hits if h.row is not None]
 
 
-def _own_line(doc: str) -> str:
-    """A turn document's own line (the last: the turn before it comes first)."""
-    return doc.rsplit("\n", 1)[-1]
+def stale_facts(facts: ItemSet) -> list[tuple[str, str | None]]:
+    """The user's facts that are no longer true (superseded or deleted), each
+    with the text of the active fact that replaced it (None: none did)."""
+    rows = facts.rows.values()
+    by_old = {
+        str(r["supersedes"]): str(r["text"])
+        for r in rows
+        if r.get("supersedes") and r.get("status") == "active"
+    }
+    return [
+        (str(r["text"]), by_old.get(str(r["fact_id"]))) for r in rows if r.get("status") != "active"
+    ]
+
+
+def _context(ts: TurnSet, at: int) -> list[HitTurn]:
+    """The returned turns of the turn hit at position `at`: itself, then its
+    neighbours nearest first, within the context gap."""
+    near = ts.neighbours(at, CONTEXT_TURNS)
+    rows = [ts.rows[p] for p in near]
+    idx = context_rows([r.seq for r in rows], [r.event_ts for r in rows], near.index(at))
+    return [
+        HitTurn(
+            turn_id=rows[i].turn_id,
+            stream_id=rows[i].stream_id,
+            seq=rows[i].seq,
+            speaker=rows[i].speaker,
+            text=rows[i].text,
+            event_ts=rows[i].event_ts,
+        )  # fmt: skip
+        for i in idx
+    ]
 
 
 def _score_all(
@@ -336,7 +191,7 @@ def _score_all(
         comp = fixed_score(h.rrf, t or at, imp, at, w)
         if t is None:
             comp = _without_recency(comp, w)
-        if kind == "turns" and stale and states_stale(_own_line(str(r.get("doc") or "")), stale):
+        if kind == "turns" and stale and states_stale(str(r["line"]), stale):
             comp = _penalised(comp, STALE_PENALTY)
         out.append((comp, kind, h, r))
         keys = [h.item_id]
@@ -378,27 +233,27 @@ def search_memory(
     opts = opts or MemoryOptions()
     now = now or now_utc()
     qvec = rt.embedder.embed([query])[0].astype(np.float32)
-    # the kinds' reads overlap: LanceDB runs them outside the GIL
-    ask = _Ask(rt, user_id, query, qvec, opts, now)
-    turn_part = _READERS.submit(_turn_candidates, ask) if "turns" in opts.kinds else None
-    row_parts = [
-        _READERS.submit(_row_candidates, ask, kind)
-        for kind in HIT_KINDS
-        if kind != "turns" and kind in opts.kinds
-    ]
-    stale_part = _READERS.submit(stale_facts, rt.store, user_id)
-    raw: list[_Raw] = [c for part in row_parts for c in part.result()]
-    newest = None
-    if turn_part is not None:
-        turn_raw, newest = turn_part.result()
-        raw = turn_raw + raw
-    # the memory's own time: its newest event, never later than the clock
-    at = min(now, newest) if newest is not None else now
-    cands = _score_all(raw, stale_part.result(), at, opts.weights)
-    cands.sort(key=lambda c: (-c[0].score, c[2].item_id))
-    budget = opts.max_turns if opts.max_turns is not None else 3 * opts.k
-    head = [c[3] for c in cands if c[1] == "turns"][: max(opts.k, budget)]
-    contexts = _contexts(rt, user_id, head) if head else {}
+    with rt.working.user(user_id) as um:
+        raw: list[_Raw] = []
+        if "turns" in opts.kinds:
+            raw += _turn_candidates(um, query, qvec, opts.pool)
+        for kind, items in (("facts", um.facts), ("reflections", um.reflections)):
+            if kind in opts.kinds:
+                raw += _row_candidates(items, kind, query, qvec, opts.pool)
+        # the memory's own time: its newest event, never later than the clock
+        newest = um.turns.newest
+        at = min(now, newest) if newest is not None else now
+        cands = _score_all(raw, stale_facts(um.facts), at, opts.weights)
+        cands.sort(key=lambda c: (-c[0].score, c[2].item_id))
+        out = _hits(um.turns, cands, opts)
+    if opts.record and out:
+        _record_hits(rt, user_id, out, now)
+    return out
+
+
+def _hits(ts: TurnSet, cands: Sequence[_Cand], opts: MemoryOptions) -> list[Hit]:
+    """The best `opts.k` candidates as hits; a turn hit carries its context,
+    less the turns a better hit already returned."""
     out: list[Hit] = []
     returned: set[str] = set()
     for comp, kind, h, r in cands:
@@ -409,9 +264,7 @@ def search_memory(
         seq = None
         provenance: list[str] = []
         if kind == "turns":
-            if h.item_id not in contexts:
-                contexts.update(_contexts(rt, user_id, [r]))
-            near = contexts.get(h.item_id, [])
+            near = _context(ts, int(r["at"]))
             turns = [t for t in near if t.turn_id not in returned]
             if not turns:
                 continue  # already returned as the context of a better hit
@@ -419,8 +272,7 @@ def search_memory(
                 turns = turns[: opts.max_turns - len(returned)]
             returned.update(t.turn_id for t in turns)
             episode_id = str(r["episode"]["episode_id"]) if r.get("episode") else None
-            # the hit's own text, also when an earlier hit already returned it
-            text = next((t.text for t in near if t.turn_id == h.item_id), "")
+            text = ts.rows[int(r["at"])].text  # also when an earlier hit returned it
             seq = int(r["seq"])
         else:
             text = str(r["text"])
@@ -446,8 +298,6 @@ def search_memory(
                 seq=seq,
             )
         )
-    if opts.record and out:
-        _record_hits(rt, user_id, out, now)
     return out
 
 

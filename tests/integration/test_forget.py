@@ -120,7 +120,7 @@ def test_every_table_with_a_user_column_is_in_the_forget_registry(tmp_path: Path
     memory.capture(transcript, "jsonl", user_id="victim")
     db = memory.rt.store.db
     names = db.list_tables().tables
-    assert {"api_keys", "capture_offsets", "turn_docs", "raw_turns"} <= set(names)
+    assert {"api_keys", "capture_offsets", "raw_turns"} <= set(names)
     scoped = {n for n in names if "user_id" in db.open_table(n).schema.names}
     assert scoped - set(USER_TABLES) == set()
     assert AUDIT not in scoped

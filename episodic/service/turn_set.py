@@ -1,0 +1,174 @@
+"""One user's turns in memory, as the search reads them: each turn's position,
+speaker and text (for the context returned around a hit), its search
+document's terms (BM25) and its vector (cosine). Documents are built here from
+the raw turns with `episodic.retrieval`'s rules (the turn's line, the run of
+turns before it, the days it names), so a change of those rules applies to
+every turn at once, old ones included."""
+
+from __future__ import annotations
+
+import json
+from array import array
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from episodic.dense import Dense
+from episodic.lexical import Bm25, tokens
+from episodic.models import now_utc
+from episodic.retrieval import (
+    CONTEXT_GAP_MINUTES,
+    RUN_LINES,
+    days_of,
+    doc_before,
+    hours_between,
+    turn_doc,
+    turn_line,
+)
+from storage.codec import to_aware
+
+RAW_COLUMNS = ("turn_id", "stream_id", "seq", "role", "text", "event_ts", "meta")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRow:
+    """What the search returns of a turn."""
+
+    turn_id: str
+    stream_id: str
+    seq: int
+    speaker: str
+    text: str
+    event_ts: datetime
+
+
+def _speaker(role: str, meta: dict[str, Any]) -> str:
+    name = meta.get("speaker")
+    return str(name) if isinstance(name, str) and name else role
+
+
+def _meta(raw: Any) -> dict[str, Any]:
+    try:
+        out = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+class TurnSet:
+    def __init__(self, dim: int) -> None:
+        self.rows: list[TurnRow] = []
+        self._captions: dict[int, str] = {}  # position -> image caption, where one was sent
+        self._pos: dict[str, int] = {}
+        self._at: dict[tuple[str, int], int] = {}  # (stream, seq) -> position
+        self.bm25 = Bm25()
+        self.dense = Dense(dim)
+        self._vector_of = array("i")  # dense row -> turn position
+        self._pending: dict[str, np.ndarray] = {}  # vectors of turns not yet read
+        self.newest: datetime | None = None
+        self._text_bytes = 0
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def position(self, turn_id: str) -> int | None:
+        return self._pos.get(turn_id)
+
+    def add_raw(self, table: pa.Table) -> bool:
+        """Add the turns of `table` not held yet. False when a held turn
+        changed (a forget rewrote its text): the caller reads the user again."""
+        fresh: list[dict[str, Any]] = []
+        for r in table.to_pylist():
+            at = self._pos.get(str(r["turn_id"]))
+            if at is None:
+                fresh.append(r)
+            elif self.rows[at].text != r["text"]:
+                return False
+        fresh.sort(key=lambda r: (str(r["stream_id"]), int(r["seq"])))
+        for r in fresh:
+            self._add(r)
+        held = [t for t, v in self._pending.items() if t in self._pos]
+        if held:
+            self._attach(held, [self._pending.pop(t) for t in held])
+        return True
+
+    def _add(self, r: dict[str, Any]) -> None:
+        meta = _meta(r["meta"])
+        cap = meta.get("blip_caption")
+        ts = to_aware(r["event_ts"]) or now_utc()
+        row = TurnRow(
+            str(r["turn_id"]), str(r["stream_id"]), int(r["seq"]),
+            _speaker(str(r["role"]), meta), str(r["text"]), ts,
+        )  # fmt: skip
+        at = len(self.rows)
+        self.rows.append(row)
+        self._text_bytes += len(row.text) + len(row.turn_id) + len(row.speaker) + 150
+        if isinstance(cap, str) and cap:
+            self._captions[at] = cap
+        self._pos[row.turn_id] = at
+        self._at[(row.stream_id, row.seq)] = at
+        before = doc_before(row.speaker, self._earlier(row))
+        self.bm25.add(tokens(turn_doc(self.line(at), before, days_of(row.text, ts))))
+        if self.newest is None or ts > self.newest:
+            self.newest = ts
+
+    def _earlier(self, row: TurnRow) -> list[tuple[str, str]]:
+        """The turns just before `row` in its stream, nearest first, while
+        each is the seq just before the next and within the context gap."""
+        out: list[tuple[str, str]] = []
+        nxt = row
+        while len(out) < RUN_LINES:
+            at = self._at.get((row.stream_id, nxt.seq - 1))
+            if at is None:
+                break
+            prev = self.rows[at]
+            if hours_between(prev.event_ts, nxt.event_ts) * 60.0 > CONTEXT_GAP_MINUTES:
+                break
+            out.append((prev.speaker, self.line(at)))
+            nxt = prev
+        return out
+
+    def line(self, at: int) -> str:
+        """The turn's own line of its search document: speaker, text, image caption."""
+        row = self.rows[at]
+        return turn_line(row.speaker, row.text, self._captions.get(at))
+
+    def add_vectors(self, table: pa.Table) -> None:
+        """Attach the vectors of `table` (turn_id, vector) to their turns; a
+        vector whose turn is not read yet waits for it."""
+        ids = [str(x) for x in table.column("turn_id").to_pylist()]
+        if not ids:
+            return
+        vecs = np.asarray(table.column("vector").to_pylist(), dtype=np.float32)
+        known = [i for i, t in enumerate(ids) if t in self._pos]
+        for i, t in enumerate(ids):
+            if t not in self._pos:
+                self._pending[t] = vecs[i]
+        self._attach([ids[i] for i in known], [vecs[i] for i in known])
+
+    def _attach(self, ids: list[str], vecs: list[np.ndarray]) -> None:
+        new = [(self._pos[t], v) for t, v in zip(ids, vecs, strict=True)]
+        have = set(self._vector_of)
+        new = [(p, v) for p, v in new if p not in have]
+        if new:
+            self.dense.extend(np.stack([v for _, v in new]))
+            self._vector_of.extend(p for p, _ in new)
+
+    def turn_of_vector(self, row: int) -> int:
+        return int(self._vector_of[row])
+
+    def neighbours(self, at: int, n: int) -> list[int]:
+        """Positions of the turns within `n` seqs of turn `at` in its stream, ascending."""
+        row = self.rows[at]
+        out = []
+        for s in range(row.seq - n, row.seq + n + 1):
+            p = self._at.get((row.stream_id, s))
+            if p is not None:
+                out.append(p)
+        return out
+
+    def nbytes(self) -> int:
+        return self._text_bytes + self.bm25.nbytes() + self.dense.nbytes()
