@@ -64,6 +64,8 @@ class Follower:
             txs = ds.delta(begin_version=self.version, end_version=ds.version).list_transactions()
         except (OSError, ValueError, RuntimeError):  # the old version was cleaned up
             return False
+        except TypeError:  # pylance cannot build some operations (an index rewritten by optimize)
+            return False
         for tx in txs:
             op = tx.operation
             if type(op).__name__ not in _ADDING:

@@ -40,3 +40,18 @@ def test_polls_read_new_fragments_then_everything_after_a_delete(tmp_path: Path)
     assert sorted(after.rows.column("text").to_pylist()) == [
         "turn number 0", "turn number 2", "turn number 3", "turn number 4",
     ]  # fmt: skip
+
+
+def test_a_compaction_that_rewrites_an_index_is_followed(tmp_path: Path) -> None:
+    memory = make_memory(tmp_path / "home")
+    store = memory.rt.store
+    for i in range(4):
+        memory.add("u1", _turns(1, at=i))
+    store.ensure_indexes()
+    f = Follower(store, "raw_turns", filters.user("u1"), ("turn_id", "text"))
+    assert f.poll() is not None
+    memory.add("u1", _turns(1, at=4))
+    store.table("raw_turns").optimize()  # compacts the fragments, rewrites the indexes
+    got = f.poll()
+    assert got is not None
+    assert sorted(got.rows.column("text").to_pylist()) == [f"turn number {i}" for i in range(5)]
