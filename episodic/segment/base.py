@@ -10,10 +10,9 @@ how the detector checkpoints.
 from __future__ import annotations
 
 import base64
-import inspect
 import math
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -36,12 +35,6 @@ class Signal(ABC):
         """True when the last update, on its own, asks for a boundary."""
         return self._fired
 
-    def _params(self) -> dict[str, Any]:
-        """Constructor arguments, by name, read back from the attributes that
-        keep them (the convention above; river's `_get_params` does the same)."""
-        names = inspect.signature(type(self).__init__).parameters
-        return {n: getattr(self, n) for n in names if n != "self"}
-
     @abstractmethod
     def _reset(self) -> None:
         """Back to the state of a fresh instance."""
@@ -51,10 +44,6 @@ class Signal(ABC):
 
     @abstractmethod
     def _set(self, state: dict[str, Any]) -> None: ...
-
-    def clone(self) -> Self:
-        """A fresh instance with the same parameters."""
-        return type(self)(**self._params())
 
     def state(self) -> dict[str, Any]:
         return {"score": self._score, "fired": self._fired, **self._get()}

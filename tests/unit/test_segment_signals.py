@@ -103,18 +103,6 @@ def run(sig: Signal, xs: list[Any]) -> list[tuple[float, bool]]:
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_fresh_clone_has_same_params_and_fresh_state(name: str) -> None:
-    make, inputs, _ = CASES[name]
-    sig = make()
-    fresh_state = sig.state()
-    run(sig, inputs(20))
-    clone = sig.clone()
-    assert type(clone) is type(sig)
-    assert clone._params() == sig._params()
-    assert clone.state() == fresh_state
-
-
-@pytest.mark.parametrize("name", list(CASES))
 def test_state_round_trip_through_json_continues_identically(name: str) -> None:
     make, inputs, _ = CASES[name]
     xs = inputs(40)
