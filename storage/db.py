@@ -242,27 +242,6 @@ class Store:
                 made.setdefault(name, []).append(f"fts:{column}")
         return made
 
-    def ensure_fts(self, name: str) -> bool:
-        """The FTS index of a searched table, made on first need: every write
-        path (CLI, API, MCP, flows, import) then searches with text ranks, and
-        rows added after it are still found (LanceDB searches unindexed rows
-        flat until `optimize()` folds them in). Checked once per table and
-        process; False while the table is empty."""
-        seen = self.__dict__.setdefault("_fts_ready", set())
-        if name in seen:
-            return True
-        if not self.has_fts(name):
-            tbl = self.table(name)
-            if tbl.count_rows() == 0:
-                return False
-            try:
-                tbl.create_index(FTS_COLUMNS[name], config=FTS(), replace=True)
-            except (ValueError, RuntimeError, OSError):  # a concurrent maker won
-                if not self.has_fts(name):
-                    return False
-        seen.add(name)
-        return True
-
     def has_fts(self, name: str) -> bool:
         column = FTS_COLUMNS[name]
         tbl = self.table(name)

@@ -11,8 +11,11 @@ version.
 
 `RecallLog` takes the writes off the query path: a search notes its recalls
 and returns; a background thread (and the process's exit, and `flush()`)
-writes them, one update per table and user for each recall count. A process
-killed between a search and the next flush (1 s) loses those recalls only.
+writes them, one update per table and user for each recall count, every
+`FLUSH_S`. A process killed between a search and the next flush loses those
+recalls only (they weigh on decay, nothing else). Not every second: each
+write is a new version of the tables the search's working set follows, and
+the next search of every user then reads what it changed.
 
 Each update leaves a small fragment (and deletion files) behind, and every
 later search of the table reads them all: 120 searches took a user's facts
@@ -38,6 +41,7 @@ from storage.lease import file_lock
 
 LOCK = "recall"
 COMPACT_AT = 16  # fragments; a compacted table has 1-2
+FLUSH_S = 30.0
 log = logging.getLogger(__name__)
 
 
@@ -95,7 +99,7 @@ class RecallLog:
     recalled n times since the last write gets + n in one update, stamped
     with the latest of its window's recalls."""
 
-    def __init__(self, store: Store, interval_s: float = 1.0) -> None:
+    def __init__(self, store: Store, interval_s: float = FLUSH_S) -> None:
         self.store = store
         self.interval_s = interval_s
         self._pending: dict[_Key, dict[str, tuple[int, datetime]]] = {}

@@ -304,7 +304,7 @@ def _hits(ts: TurnSet, cands: Sequence[_Cand], opts: MemoryOptions) -> list[Hit]
 def _record_hits(rt: Runtime, user_id: str, hits: Sequence[Hit], now: datetime) -> None:
     """Note the recalls of the facts and reflections returned, and of the
     episodes that the returned turns came from (decay reads them); the
-    runtime's recall log writes them within a second (`rt.recalls.flush()`
+    runtime's recall log writes them within 30 s (`rt.recalls.flush()`
     writes them now)."""
     for kind, table, column in (
         ("fact", "facts", "fact_id"),
