@@ -85,7 +85,7 @@ class Settings(HomeSettings):
     # LanceDB's index + metadata caches, in MiB
     lance_cache_mb: Annotated[int, Field(ge=16)] = 512
     # the search's working set: searched users' turns, facts, reflections and
-    # episodes in memory (about 1.1 KB a turn with 384-dim vectors), in MiB
+    # episodes in memory (about 1.9 KB a turn with 384-dim vectors), in MiB
     working_set_mb: Annotated[int, Field(ge=1)] = 2048
     batch_turns: Annotated[int, Field(ge=1)] = 2_000
     reflection_threshold: Positive = 150.0

@@ -1,18 +1,17 @@
 """Cosine top-k over one user's vectors, in memory. Rows are appended in the
-order of their numbers; each is stored unit-length in float16 (half the memory
-of float32; a cosine differs by about 1e-3) and scored in float32 per query."""
+order of their numbers, each stored unit-length in float32: one BLAS
+matrix-vector product per query (float16 halved the memory but converting it
+per query took 15 ms for 10,000 rows of 384, ten times the product)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-CHUNK = 4096  # rows converted to float32 at a time while scoring
-
 
 class Dense:
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self._rows = np.zeros((0, dim), dtype=np.float16)
+        self._rows = np.zeros((0, dim), dtype=np.float32)
         self._n = 0
 
     def __len__(self) -> int:
@@ -27,7 +26,7 @@ class Dense:
         v = raw / np.where(norms > 0.0, norms, 1.0)
         need = self._n + len(v)
         if need > len(self._rows):  # grow by half again: appends stay amortised O(1)
-            grown = np.zeros((max(need, len(self._rows) * 3 // 2 + 64), self.dim), np.float16)
+            grown = np.zeros((max(need, len(self._rows) * 3 // 2 + 64), self.dim), np.float32)
             grown[: self._n] = self._rows[: self._n]
             self._rows = grown
         self._rows[self._n : need] = v
@@ -37,10 +36,7 @@ class Dense:
         qv = np.asarray(q, dtype=np.float32).reshape(self.dim)
         norm = float(np.linalg.norm(qv))
         qv = qv / norm if norm > 0.0 else qv
-        out = np.empty(self._n, dtype=np.float32)
-        for lo in range(0, self._n, CHUNK):
-            hi = min(self._n, lo + CHUNK)
-            out[lo:hi] = self._rows[lo:hi].astype(np.float32) @ qv
+        out: np.ndarray = self._rows[: self._n] @ qv
         return out
 
     def top(self, q: np.ndarray, k: int, rows: np.ndarray | None = None) -> list[tuple[int, float]]:
