@@ -17,10 +17,13 @@ recalls only (they weigh on decay, nothing else). Not every second: each
 write is a new version of the tables the search's working set follows, and
 the next search of every user then reads what it changed.
 
-Each update leaves a small fragment (and deletion files) behind, and every
-later search of the table reads them all: 120 searches took a user's facts
-from 2 fragments to 97 and a facts search from 23 ms to 62. So a flush that
-leaves a table with `COMPACT_AT` fragments or more compacts it.
+Each update leaves a small fragment (and deletion files) behind, which every
+full read of the table opens (97 fragments took a LanceDB facts search from
+23 ms to 62). So a flush that leaves a table with `COMPACT_AT` fragments or
+more compacts it: rarely, because a compaction makes every user's next search
+read that table's rows again (the working set cannot tell a compaction that
+rewrote an index from a delete), while a plain update costs it one small
+fragment's read.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from storage.db import Store
 from storage.lease import file_lock
 
 LOCK = "recall"
-COMPACT_AT = 16  # fragments; a compacted table has 1-2
+COMPACT_AT = 128  # fragments: about an hour of flushes under constant searching
 FLUSH_S = 30.0
 log = logging.getLogger(__name__)
 
@@ -99,9 +102,12 @@ class RecallLog:
     recalled n times since the last write gets + n in one update, stamped
     with the latest of its window's recalls."""
 
-    def __init__(self, store: Store, interval_s: float = FLUSH_S) -> None:
+    def __init__(
+        self, store: Store, interval_s: float = FLUSH_S, compact_at: int = COMPACT_AT
+    ) -> None:
         self.store = store
         self.interval_s = interval_s
+        self.compact_at = compact_at
         self._pending: dict[_Key, dict[str, tuple[int, datetime]]] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -148,7 +154,7 @@ class RecallLog:
                     log.warning("recalls of %d %s not written yet; retried", len(ids), table)
                     self._requeue((table, id_column, user_id), {i: seen[i] for i in ids})
         for table in sorted(touched):
-            compact_if_fragmented(self.store, table)
+            compact_if_fragmented(self.store, table, self.compact_at)
         return written
 
     def _requeue(self, key: _Key, items: dict[str, tuple[int, datetime]]) -> None:

@@ -20,9 +20,9 @@ from tests.integration.helpers import make_memory, synthetic_stream, write_jsonl
 from tests.integration.memory_items import T0, episode, put, reflection
 
 
-def _slow_log(rt: Any) -> RecallLog:
+def _slow_log(rt: Any, compact_at: int = 128) -> RecallLog:
     # no background write within the test: it flushes by hand
-    log = RecallLog(rt.store, interval_s=3600)
+    log = RecallLog(rt.store, interval_s=3600, compact_at=compact_at)
     rt.recalls = log
     return log
 
@@ -136,13 +136,13 @@ def test_a_turn_added_by_another_writer_is_found_by_the_next_search(tmp_path: Pa
 
 
 def test_recall_writes_leave_the_table_compacted(tmp_path: Path) -> None:
-    """Each recall update leaves a fragment; a flush past `COMPACT_AT`
+    """Each recall update leaves a fragment; a flush past `compact_at`
     compacts, and no recall is lost to it."""
-    from storage.recalls import COMPACT_AT
+    COMPACT_AT = 16  # the default (128) would take 256 rounds
 
     rt = make_memory(tmp_path / "home").rt
     eps = put(rt, *[episode(rt, "u1", f"topic {i}", seq=10 * i) for i in range(3 * COMPACT_AT)])
-    log = _slow_log(rt)
+    log = _slow_log(rt, COMPACT_AT)
     rounds = 2 * COMPACT_AT
     seen = []
     for i in range(rounds):  # one episode a round: the others' fragment stays
