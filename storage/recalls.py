@@ -11,7 +11,7 @@ version.
 
 `RecallLog` takes the writes off the query path: a search notes its recalls
 and returns; a background thread (and the process's exit, and `flush()`)
-writes them, one update per table and user for each recall count, every
+writes them, one update per table for each recall count, every
 `FLUSH_S`. A process killed between a search and the next flush loses those
 recalls only (they weigh on decay, nothing else). Not every second: each
 write is a new version of the tables the search's working set follows, and
@@ -32,7 +32,7 @@ import atexit
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from lancedb import lit
@@ -52,29 +52,36 @@ def bump_recalls(
     store: Store,
     table: str,
     id_column: str,
-    user_id: str,
-    ids: Sequence[str],
+    ids_by_user: Mapping[str, Sequence[str]],
     now: datetime,
     times: int = 1,
 ) -> int:
-    """Add `times` recalls at `now` to each of the user's rows whose
-    `id_column` is in `ids` (duplicates count once); returns the number of
-    rows updated."""
-    unique = sorted(set(ids))
-    if not unique:
-        return 0
+    """Add `times` recalls at `now` to each listed row of each user (the
+    row's `id_column` in that user's ids; duplicates count once), in one
+    commit; returns the number of rows updated. Each user's ids match that
+    user's rows only."""
     if times < 1:
         raise ValueError(f"times must be >= 1, got {times}")
+    parts = [
+        filters.user_in(user_id, id_column, sorted(set(ids)))
+        for user_id, ids in sorted(ids_by_user.items())
+        if ids
+    ]
+    if not parts:
+        return 0
+    while len(parts) > 1:  # a balanced OR: LanceDB's SQL parser limits nesting depth
+        parts = [a | b for a, b in zip(parts[::2], parts[1::2], strict=False)] + (
+            [parts[-1]] if len(parts) % 2 else []
+        )
+    (where,) = parts
     stamp = to_naive(now)
     assert stamp is not None
-    tbl = store.table(table)
-    where = filters.user_in(user_id, id_column, unique)
     values = {
         "recall_count": f"coalesce(recall_count, 0) + {int(times)}",
         "last_recalled_at": filters.sql(lit(stamp)),
     }
     with file_lock(store.uri, LOCK):
-        result = tbl.update(where=where, values_sql=values)
+        result = store.table(table).update(where=where, values_sql=values)
     return int(result.rows_updated)
 
 
@@ -141,18 +148,24 @@ class RecallLog:
             taken, self._pending = self._pending, {}
         written = 0
         touched: set[str] = set()
+        # one commit per table and recall count, every user's rows in it: each
+        # commit is a version the working set's followers read past
+        groups: dict[tuple[str, str, int], dict[str, list[str]]] = {}
         for (table, id_column, user_id), seen in taken.items():
-            by_times: dict[int, list[str]] = {}
             for i, (n, _) in seen.items():
-                by_times.setdefault(n, []).append(i)
-            for n, ids in sorted(by_times.items()):
-                stamp = max(seen[i][1] for i in ids)
-                try:
-                    written += bump_recalls(self.store, table, id_column, user_id, ids, stamp, n)
-                    touched.add(table)
-                except Exception:
-                    log.warning("recalls of %d %s not written yet; retried", len(ids), table)
-                    self._requeue((table, id_column, user_id), {i: seen[i] for i in ids})
+                groups.setdefault((table, id_column, n), {}).setdefault(user_id, []).append(i)
+        for (table, id_column, n), by_user in sorted(groups.items()):
+            stamp = max(
+                taken[(table, id_column, u)][i][1] for u, ids in by_user.items() for i in ids
+            )
+            try:
+                written += bump_recalls(self.store, table, id_column, by_user, stamp, n)
+                touched.add(table)
+            except Exception:
+                log.warning("recalls of %d %s not written yet; retried", len(by_user), table)
+                for u, ids in by_user.items():
+                    key = (table, id_column, u)
+                    self._requeue(key, {i: taken[key][i] for i in ids})
         for table in sorted(touched):
             compact_if_fragmented(self.store, table, self.compact_at)
         return written

@@ -153,3 +153,20 @@ def test_recall_writes_leave_the_table_compacted(tmp_path: Path) -> None:
     assert all(n < COMPACT_AT for n in seen), seen  # ... and never stayed so
     counts = [e.recall_count for e in rt.episodes.list("u1")]
     assert sorted(counts) == [0] * (len(eps) - rounds) + [1] * rounds, counts  # none lost
+
+
+def test_one_flush_writes_every_users_recalls_in_one_commit_each_on_their_own_rows(
+    tmp_path: Path,
+) -> None:
+    rt = make_memory(tmp_path / "home").rt
+    (a,) = put(rt, episode(rt, "u1", "deploy with helm", seq=0))
+    (b,) = put(rt, episode(rt, "u2", "walk the dog", seq=0))
+    log = _slow_log(rt)
+    before = rt.store.table("episodes").version
+    log.note("episodes", "episode_id", "u1", [a.episode_id], T0)
+    log.note("episodes", "episode_id", "u2", [b.episode_id], T0)
+    log.note("episodes", "episode_id", "u2", [a.episode_id], T0)  # not u2's: touches nothing
+    assert log.flush() == 2
+    assert rt.store.table("episodes").version == before + 1  # both users, one commit
+    assert [e.recall_count for e in rt.episodes.list("u1")] == [1]
+    assert [e.recall_count for e in rt.episodes.list("u2")] == [1]
