@@ -141,17 +141,7 @@ def _context(ts: TurnSet, at: int) -> list[HitTurn]:
     near = ts.neighbours(at, CONTEXT_TURNS)
     rows = [ts.rows[p] for p in near]
     idx = context_rows([r.seq for r in rows], [r.event_ts for r in rows], near.index(at))
-    return [
-        HitTurn(
-            turn_id=rows[i].turn_id,
-            stream_id=rows[i].stream_id,
-            seq=rows[i].seq,
-            speaker=rows[i].speaker,
-            text=rows[i].text,
-            event_ts=rows[i].event_ts,
-        )  # fmt: skip
-        for i in idx
-    ]
+    return [HitTurn.model_validate(rows[i], from_attributes=True) for i in idx]
 
 
 def _score_all(

@@ -67,6 +67,7 @@ class TurnSet:
         self.bm25 = Bm25()
         self.dense = Dense(dim)
         self._vector_of = array("i")  # dense row -> turn position
+        self._with_vector: set[int] = set()  # positions that have one
         self._pending: dict[str, np.ndarray] = {}  # vectors of turns not yet read
         self.newest: datetime | None = None
         self._text_bytes = 0
@@ -150,12 +151,15 @@ class TurnSet:
         self._attach([ids[i] for i in known], [vecs[i] for i in known])
 
     def _attach(self, ids: list[str], vecs: list[np.ndarray]) -> None:
-        new = [(self._pos[t], v) for t, v in zip(ids, vecs, strict=True)]
-        have = set(self._vector_of)
-        new = [(p, v) for p, v in new if p not in have]
+        new: dict[int, np.ndarray] = {}
+        for t, v in zip(ids, vecs, strict=True):
+            p = self._pos[t]
+            if p not in self._with_vector:
+                new[p] = v
         if new:
-            self.dense.extend(np.stack([v for _, v in new]))
-            self._vector_of.extend(p for p, _ in new)
+            self.dense.extend(np.stack(list(new.values())))
+            self._vector_of.extend(new)
+            self._with_vector.update(new)
 
     def turn_of_vector(self, row: int) -> int:
         return int(self._vector_of[row])
