@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,8 @@ class LinearModel:
     intercept: float
     threshold: float
     adapt: dict[str, Any] | None = None
+    # (coef, mean, scale) per feature as floats, for `score`
+    _terms: tuple[tuple[float, float, float], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.features)
@@ -92,6 +94,8 @@ class LinearModel:
             raise ValueError("a fixed combiner threshold must be in (0, 1)")
         if not math.isfinite(self.threshold):
             raise ValueError("combiner threshold must be finite")
+        terms = zip(self.coef.tolist(), self.mean.tolist(), self.scale.tolist(), strict=True)
+        object.__setattr__(self, "_terms", tuple(terms))
 
     @property
     def mode(self) -> str:
@@ -113,10 +117,13 @@ class LinearModel:
         return out
 
     def score(self, row: dict[str, float]) -> tuple[float, dict[str, float]]:
-        parts = self.logit_parts(row)
-        s = float(parts.sum()) + self.intercept
+        # per turn, on a handful of features: plain floats, not numpy (whose call
+        # overhead was most of the cost); the same arithmetic as `logit_parts`
+        terms = zip(self.features, self._terms, strict=True)
+        contrib = {f: c * (_value(row, f) - m) / sd for f, (c, m, sd) in terms}
+        s = sum(contrib.values()) + self.intercept
         p = 1.0 / (1.0 + math.exp(-s)) if s > -700 else 0.0
-        return p, dict(zip(self.features, parts.tolist(), strict=True))
+        return p, contrib
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -162,7 +169,7 @@ class CombinerParams:
     meta: dict[str, Any]
 
     def project(self, x: np.ndarray) -> np.ndarray:
-        out: np.ndarray = self.comps @ (x - self.mean)
+        out: np.ndarray = np.dot(self.comps, x - self.mean)  # np.dot: less call overhead than @
         return out
 
     def features(self, reads: tuple[str, ...] | None = None) -> BoundaryFeatures:

@@ -51,16 +51,16 @@ def clean_vector(v: np.ndarray | None) -> np.ndarray | None:
     """A unit float64 copy, or None for a missing, empty, zero or non-finite vector."""
     if v is None:
         return None
-    a = np.asarray(v, dtype=np.float64).ravel()
+    a = np.array(v, dtype=np.float64).ravel()  # a copy: it is scaled in place
     if a.size == 0:
         return None
     # one dot product finds NaN, inf and zero alike; float64 cannot overflow on
     # float32 inputs of any realistic dimension
-    norm2 = float(a @ a)
+    norm2 = float(np.dot(a, a))
     if not (norm2 > 0.0 and math.isfinite(norm2)):
         return None
-    out: np.ndarray = a / math.sqrt(norm2)
-    return out
+    a *= 1.0 / math.sqrt(norm2)
+    return a
 
 
 class Detector:
@@ -257,7 +257,7 @@ class Detector:
         paired = nxt is not None and x is not None and p.x is not None
         if paired and not (hard or self._structural.boundary_detected):
             assert x is not None and p.x is not None
-            d = self._semantic.distance_to(0.5 * (p.x + x))
+            d = self._semantic.distance_to(p.x, x)
         else:  # the next turn belongs elsewhere, or there is none: the turn alone
             d = p.distance
         sem = self._semantic.score_distance(d)
@@ -364,7 +364,9 @@ class Detector:
         """Cut at or above the threshold; in the band just below it ask the judge when
         one is injected (without one the fitted threshold stands: it was chosen as
         the decision point)."""
-        thr = scores.get("combiner_threshold", self.combiner_threshold)
+        thr = scores.get("combiner_threshold")
+        if thr is None:  # not `get`'s default: the property is not free
+            thr = self.combiner_threshold
         if prob >= thr:
             return "combiner", prob, False, None
         band = prob >= thr - self.config.combiner_band

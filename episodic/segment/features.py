@@ -175,6 +175,7 @@ class BoundaryFeatures:
         # the last 8 vectors before the held turn, newest first, then ema5 and ema3
         self._M = np.zeros((10, d))
         self._Q = np.zeros((2, d))  # scratch: the turn and the next, centred
+        self._P = np.zeros((4, d))  # scratch: the pair-only row's Gram rows
         self._nh = 0
         self._texts: deque[str] = deque(maxlen=4)  # their texts, for the lexical features
         self._words: deque[frozenset[str]] = deque(maxlen=4)
@@ -250,8 +251,9 @@ class BoundaryFeatures:
             if self._nh == 1:
                 M[8] = z
             else:
-                M[8] *= 0.5
-                M[8] += 0.5 * z
+                ema = M[8]
+                ema += z
+                ema *= 0.5
             return
         M[1:8] = M[0:7]  # overlapping: numpy copies through a buffer
         M[0] = z
@@ -295,20 +297,28 @@ class BoundaryFeatures:
         return z
 
     def _pair_ema5(self, p: _Held, nxt: _Held | None) -> dict[str, float]:
-        """`_row`'s `dp_ema5` alone, by the same arithmetic: the centred pair (the
-        turn and the next) against the stream's ema5, cosine distance."""
+        """`_row`'s `dp_ema5` alone: the centred pair (the turn and the next) against
+        the stream's ema5, cosine distance. Every inner product comes from one Gram
+        product of (turn, next, ema5, stream sum), the centring expanded."""
         if not self._nh:
             return {"dp_ema5": 0.0}
-        mu = self._sum / (self._n + self.n0)
-        ref = self._M[8] - mu
-        a = p.z - mu
-        rn = math.sqrt(float(ref @ ref)) + 1e-12
-        ga, qa = float(a @ ref), float(a @ a)
+        P = self._P
+        P[0] = p.z
+        P[1] = p.z if nxt is None else nxt.z
+        P[2] = self._M[8]
+        P[3] = self._sum
+        (pp, pn, pe, ps), (_, nn, ne, ns), (_, _, ee, es), (_, _, _, ss) = np.dot(P, P.T).tolist()
+        k = 1.0 / (self._n + self.n0)  # mu = sum * k
+        kk = k * k * ss
+        rr = ee - 2.0 * k * es + kk
+        rn = math.sqrt(max(rr, 0.0)) + 1e-12
+        ga = pe - k * (ps + es) + kk  # (turn - mu) . (ema5 - mu)
+        qa = pp - 2.0 * k * ps + kk
         if nxt is None:
-            return {"dp_ema5": 1.0 - ga / ((math.sqrt(qa) + 1e-12) * rn)}
-        b = nxt.z - mu
-        ab, qb = float(a @ b), float(b @ b)
-        gp = 0.5 * (ga + float(b @ ref))
+            return {"dp_ema5": 1.0 - ga / ((math.sqrt(max(qa, 0.0)) + 1e-12) * rn)}
+        ab = pn - k * (ps + ns) + kk
+        qb = nn - 2.0 * k * ns + kk
+        gp = 0.5 * (ga + ne - k * (ns + es) + kk)
         npair = 0.5 * math.sqrt(max(qa + 2.0 * ab + qb, 0.0)) + 1e-12
         return {"dp_ema5": 1.0 - gp / (npair * rn)}
 

@@ -54,10 +54,26 @@ class SemanticShift(Signal):
         super().__init__()
 
     def _reset(self) -> None:
-        self._mean: np.ndarray | None = None  # the episode's decayed mean
-        self._sum: np.ndarray | None = None  # the stream's sum of vectors
+        # rows: the query (scratch), the episode's decayed mean, the stream's sum of
+        # vectors; one Gram product gives every inner product a distance needs
+        self._B: np.ndarray | None = None
+        self._has_mean = False
         self._n = 0
         self._distance = 0.0
+
+    @property
+    def _mean(self) -> np.ndarray | None:
+        return self._B[1] if self._B is not None and self._has_mean else None
+
+    @property
+    def _sum(self) -> np.ndarray | None:
+        return self._B[2] if self._B is not None and self._n else None
+
+    def _rows(self, x: np.ndarray) -> np.ndarray:
+        if self._B is None or self._B.shape[1] != x.shape[0]:
+            self._B = np.zeros((3, x.shape[0]))
+            self._has_mean, self._n = False, 0
+        return self._B
 
     @property
     def distance(self) -> float:
@@ -68,26 +84,37 @@ class SemanticShift(Signal):
         """Count `x` into the stream mean (every turn, on arrival)."""
         if x is None:
             return
-        if self._sum is None:
-            self._sum = x.copy()
-        else:
-            self._sum += x
+        B = self._B
+        if B is None or B.shape[1] != x.shape[0]:
+            B = self._rows(x)
+        B[2] += x
         self._n += 1
 
-    def distance_to(self, q: np.ndarray | None) -> float:
-        """Centred cosine distance of `q` to the episode's mean; 0 with nothing to compare."""
-        m = self._mean
-        if q is None or m is None:
+    def distance_to(self, q: np.ndarray | None, q2: np.ndarray | None = None) -> float:
+        """Centred cosine distance of `q` (or of the mean of `q` and `q2`) to the
+        episode's mean; 0 with nothing to compare."""
+        B = self._B
+        if q is None or B is None or not self._has_mean:
             return 0.0
-        if self.center and self._sum is not None:
-            mu = self._sum / (self._n + self.prior_turns)
-            a, b = q - mu, m - mu
+        if q2 is None:
+            B[0] = q
         else:
-            a, b = q, m
-        den = math.sqrt(float(a @ a) * float(b @ b))
+            np.add(q, q2, out=B[0])
+            B[0] *= 0.5
+        (qq, qm, qs), (_, mm, ms), (_, _, ss) = np.dot(B, B.T).tolist()
+        if self.center and self._n:
+            # a = q - mu, b = m - mu with mu = sum / (n + prior), expanded
+            k = 1.0 / (self._n + self.prior_turns)
+            kk = k * k * ss
+            ab = qm - k * (qs + ms) + kk
+            aa = qq - 2.0 * k * qs + kk
+            bb = mm - 2.0 * k * ms + kk
+        else:
+            ab, aa, bb = qm, qq, mm
+        den = math.sqrt(max(aa, 0.0) * max(bb, 0.0))
         if not den > 1e-12:
             return 0.0
-        d = 1.0 - float(a @ b) / den
+        d = 1.0 - ab / den
         return 2.0 if d > 2.0 else (d if d > 0.0 else 0.0)
 
     def score_distance(self, d: float) -> float:
@@ -101,11 +128,16 @@ class SemanticShift(Signal):
         """Fold `x` into the episode's decayed mean (the turn joins the episode)."""
         if x is None:
             return
-        if self._mean is None:
-            self._mean = x.copy()
+        B = self._B
+        if B is None or B.shape[1] != x.shape[0]:
+            B = self._rows(x)
+        if not self._has_mean:
+            B[1], self._has_mean = x, True
             return
-        self._mean *= 1.0 - self.decay
-        self._mean += self.decay * x
+        m = B[1]
+        m *= 1.0 - self.decay
+        np.multiply(x, self.decay, out=B[0])  # the scratch row: no allocation
+        m += B[0]
 
     def update(self, x: np.ndarray | None) -> float:
         """`x`: a unit vector (float64) or None. Observe, score, absorb."""
@@ -119,7 +151,10 @@ class SemanticShift(Signal):
 
     def restart(self, x: np.ndarray | None) -> None:
         """`x` opens a new episode: the episode mean starts from it (the stream mean stays)."""
-        self._mean = None if x is None else x.copy()
+        if x is None:
+            self._has_mean = False
+        else:
+            self._rows(x)[1], self._has_mean = x, True
 
     def _get(self) -> dict[str, Any]:
         return {
@@ -131,10 +166,20 @@ class SemanticShift(Signal):
 
     def _set(self, state: dict[str, Any]) -> None:
         m = state["mean"]
-        self._mean = None if m is None else array_from_json(m)
+        mean = None if m is None else array_from_json(m)
         s = state.get("sum")  # absent in version-1 detector states
-        self._sum = None if s is None else array_from_json(s)
-        self._n = int(state.get("n", 0))
-        if self._n < 0 or (self._sum is None) != (self._n == 0):
+        total = None if s is None else array_from_json(s)
+        n = int(state.get("n", 0))
+        if n < 0 or (total is None) != (n == 0):
             raise ValueError("stream mean count does not match its sum")
+        dims = {a.shape for a in (mean, total) if a is not None}
+        if len(dims) > 1 or any(len(d) != 1 for d in dims):
+            raise ValueError("episode mean and stream sum differ in shape")
+        self._B = None if not dims else np.zeros((3, *next(iter(dims))))
+        self._has_mean, self._n = mean is not None, n
+        if self._B is not None:
+            if mean is not None:
+                self._B[1] = mean
+            if total is not None:
+                self._B[2] = total
         self._distance = finite(state.get("distance", 0.0))

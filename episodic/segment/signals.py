@@ -32,7 +32,7 @@ class SizeCap(Signal):
         self._start = 0.0
 
     def update(self, turn: SegTurn) -> float:
-        ts = turn.event_ts.timestamp()
+        ts = turn.ts
         if self._n == 0:
             self._score, self._fired = 0.0, False
             self._n, self._start = 1, ts
@@ -44,7 +44,7 @@ class SizeCap(Signal):
         return self._score
 
     def restart(self, turn: SegTurn) -> None:
-        self._n, self._start = 1, turn.event_ts.timestamp()
+        self._n, self._start = 1, turn.ts
 
     def _get(self) -> dict[str, Any]:
         return {"n": self._n, "start": self._start}
@@ -93,7 +93,7 @@ class TimeGap(_SinceLastTurn):
         super().__init__()
 
     def update(self, turn: SegTurn) -> float:
-        ts = turn.event_ts.timestamp()
+        ts = turn.ts
         if self._last is None:
             self._score, self._fired = 0.0, False
         else:
@@ -113,7 +113,7 @@ class IdleClose(_SinceLastTurn):
         super().__init__()
 
     def update(self, turn: SegTurn) -> float:
-        self._last = turn.event_ts.timestamp()
+        self._last = turn.ts
         self._score, self._fired = 0.0, False
         return 0.0
 

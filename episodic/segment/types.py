@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
@@ -35,6 +35,11 @@ class SegTurn:
     text: str
     event_ts: datetime  # aware UTC
     vector: np.ndarray | None  # float32, L2-normalised; None: no semantic signals
+    # `event_ts` in POSIX seconds, computed once: three signals read it per turn
+    ts: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ts", self.event_ts.timestamp())
 
 
 @dataclass(frozen=True)
