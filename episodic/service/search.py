@@ -16,6 +16,7 @@ from episodic.lexical import tokens
 from episodic.models import now_utc
 from episodic.retrieval import (
     CONTEXT_TURNS,
+    ITEM_COSINE_FLOOR,
     STALE_PENALTY,
     Components,
     ScoreWeights,
@@ -118,7 +119,11 @@ def _turn_candidates(um: UserMemory, query: str, qvec: np.ndarray, n: int) -> li
 
 def _row_candidates(items: ItemSet, kind: str, query: str, qvec: np.ndarray, n: int) -> list[_Raw]:
     hits = items.search(query, qvec, n, _ROW[kind])
-    return [(kind, h, h.row, _importance(h.row)) for h in hits if h.row is not None]
+    return [
+        (kind, h, h.row, _importance(h.row))
+        for h in hits
+        if h.row is not None and (h.text_rank or (h.cosine or 0.0) >= ITEM_COSINE_FLOOR)
+    ]
 
 
 def stale_facts(facts: ItemSet) -> list[tuple[str, str | None]]:

@@ -35,7 +35,7 @@ from tests.integration.helpers import make_memory, settings_at, synthetic_stream
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
 USER = "faces-user"
-QUERY = "Berlin"  # a turn, facts and reflections among the first ten
+QUERY = "Berlin Rex"  # a turn, facts and reflections (theirs name Rex) among the first ten
 K = 10
 EPISODES = 10_000  # every episode, on each face
 

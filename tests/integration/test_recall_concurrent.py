@@ -37,7 +37,9 @@ with Memory() as memory:  # the home the environment names; closing writes the r
     while not go.exists():
         time.sleep(0.01)
     sizes = [
-        len(memory.search("u1", f"query {i} {os.getpid()}", k=4, kinds=("reflections",)))
+        # a word of each reflection: an item no word matches must be near in cosine
+        len(memory.search("u1", f"vet helm login table {i} {os.getpid()}", k=4,
+                          kinds=("reflections",)))  # fmt: skip
         for i in range(n)
     ]
 print(json.dumps({"sizes": sizes}))
