@@ -208,8 +208,9 @@ _WORD = re.compile(r"[a-z0-9]+")
 SHARED_SHARE = 0.8  # a query word in this share of the nearest rows ranks nothing
 SHARED_MIN_ROWS = 3  # too few rows to tell a shared word from a relevant one
 STALE_PENALTY = 0.5  # a turn stating a superseded value ranks below what replaced it
-# a fact or reflection no query word matches must at least be this near in cosine:
-# rank fusion alone gives the few items a user has near-equal relevance
+# a fact or reflection must be at least this near in cosine (a word match alone
+# may be "the"): rank fusion alone gives the few items a user has near-equal
+# relevance
 ITEM_COSINE_FLOOR = 0.15
 _STOP = frozenset(
     "a an and are as at be been but by do does did for from had has have he her his i in "

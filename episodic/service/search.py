@@ -119,11 +119,13 @@ def _turn_candidates(um: UserMemory, query: str, qvec: np.ndarray, n: int) -> li
 
 def _row_candidates(items: ItemSet, kind: str, query: str, qvec: np.ndarray, n: int) -> list[_Raw]:
     hits = items.search(query, qvec, n, _ROW[kind])
-    return [
-        (kind, h, h.row, _importance(h.row))
-        for h in hits
-        if h.row is not None and (h.text_rank or (h.cosine or 0.0) >= ITEM_COSINE_FLOOR)
-    ]
+    return [(kind, h, h.row, _importance(h.row)) for h in hits if h.row is not None and _near(h)]
+
+
+def _near(h: Match) -> bool:
+    """Near enough in cosine; an item outside the cosine top-n (its cosine
+    unknown) stands on its word match."""
+    return h.text_rank > 0 if h.cosine is None else h.cosine >= ITEM_COSINE_FLOOR
 
 
 def stale_facts(facts: ItemSet) -> list[tuple[str, str | None]]:

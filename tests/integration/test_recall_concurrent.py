@@ -31,15 +31,15 @@ from pathlib import Path
 from episodic.service.memory import Memory
 
 go, n = Path(sys.argv[1]), int(sys.argv[2])
+QUERY = " ".join(json.loads(sys.argv[3]))
 with Memory() as memory:  # the home the environment names; closing writes the recalls
     memory.search("u1", "warm up", k=4, kinds=("reflections",), record=False)
     (go.parent / f"ready-{os.getpid()}").touch()
     while not go.exists():
         time.sleep(0.01)
     sizes = [
-        # a word of each reflection: an item no word matches must be near in cosine
-        len(memory.search("u1", f"vet helm login table {i} {os.getpid()}", k=4,
-                          kinds=("reflections",)))  # fmt: skip
+        # every reflection's words: an item must be near the query in cosine
+        len(memory.search("u1", f"{QUERY} {i} {os.getpid()}", k=4, kinds=("reflections",)))
         for i in range(n)
     ]
 print(json.dumps({"sizes": sizes}))
@@ -58,7 +58,7 @@ def test_four_processes_of_searches_count_every_recall(
     env = {**os.environ, **runtime_env(home), "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(go), str(SEARCHES)],
+            [sys.executable, "-c", WORKER, str(go), str(SEARCHES), json.dumps(TEXTS)],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
