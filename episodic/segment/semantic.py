@@ -70,9 +70,10 @@ class SemanticShift(Signal):
         return self._B[2] if self._B is not None and self._n else None
 
     def _rows(self, x: np.ndarray) -> np.ndarray:
-        if self._B is None or self._B.shape[1] != x.shape[0]:
+        if self._B is None:
             self._B = np.zeros((3, x.shape[0]))
-            self._has_mean, self._n = False, 0
+        elif self._B.shape[1] != x.shape[0]:  # as adding the vectors would have said
+            raise ValueError(f"a {x.shape[0]}-dim vector in a stream of {self._B.shape[1]}")
         return self._B
 
     @property
