@@ -76,7 +76,7 @@ class LinearModel:
     intercept: float
     threshold: float
     adapt: dict[str, Any] | None = None
-    # (coef, mean, scale) per feature as floats, for `score`
+    # (coef, mean, scale) per feature as floats, for `contributions`
     _terms: tuple[tuple[float, float, float], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -108,19 +108,17 @@ class LinearModel:
         a = self.adapt or {}
         return StreamNorm(float(a["m0"]), float(a["v0"]), float(a["n0"]), float(a["floor"]))
 
-    def logit(self, row: dict[str, float]) -> float:
-        return float(self.logit_parts(row).sum()) + self.intercept
+    def contributions(self, row: dict[str, float]) -> dict[str, float]:
+        """What each feature adds to the log-odds. Plain floats, not numpy: per
+        turn, on a handful of features, numpy's call overhead was most of the cost."""
+        terms = zip(self.features, self._terms, strict=True)
+        return {f: c * (_value(row, f) - m) / sd for f, (c, m, sd) in terms}
 
-    def logit_parts(self, row: dict[str, float]) -> np.ndarray:
-        x = np.array([_value(row, f) for f in self.features])
-        out: np.ndarray = self.coef * (x - self.mean) / self.scale
-        return out
+    def logit(self, row: dict[str, float]) -> float:
+        return sum(self.contributions(row).values()) + self.intercept
 
     def score(self, row: dict[str, float]) -> tuple[float, dict[str, float]]:
-        # per turn, on a handful of features: plain floats, not numpy (whose call
-        # overhead was most of the cost); the same arithmetic as `logit_parts`
-        terms = zip(self.features, self._terms, strict=True)
-        contrib = {f: c * (_value(row, f) - m) / sd for f, (c, m, sd) in terms}
+        contrib = self.contributions(row)
         s = sum(contrib.values()) + self.intercept
         p = 1.0 / (1.0 + math.exp(-s)) if s > -700 else 0.0
         return p, contrib

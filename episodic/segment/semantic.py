@@ -85,10 +85,7 @@ class SemanticShift(Signal):
         """Count `x` into the stream mean (every turn, on arrival)."""
         if x is None:
             return
-        B = self._B
-        if B is None or B.shape[1] != x.shape[0]:
-            B = self._rows(x)
-        B[2] += x
+        self._rows(x)[2] += x
         self._n += 1
 
     def distance_to(self, q: np.ndarray | None, q2: np.ndarray | None = None) -> float:
@@ -129,9 +126,7 @@ class SemanticShift(Signal):
         """Fold `x` into the episode's decayed mean (the turn joins the episode)."""
         if x is None:
             return
-        B = self._B
-        if B is None or B.shape[1] != x.shape[0]:
-            B = self._rows(x)
+        B = self._rows(x)
         if not self._has_mean:
             B[1], self._has_mean = x, True
             return
