@@ -167,7 +167,7 @@ class CombinerParams:
     meta: dict[str, Any]
 
     def project(self, x: np.ndarray) -> np.ndarray:
-        out: np.ndarray = np.dot(self.comps, x - self.mean)  # np.dot: less call overhead than @
+        out: np.ndarray = self.comps.dot(x - self.mean)  # the method: less call overhead than @ or np.dot
         return out
 
     def features(self, reads: tuple[str, ...] | None = None) -> BoundaryFeatures:

@@ -51,12 +51,14 @@ def clean_vector(v: np.ndarray | None) -> np.ndarray | None:
     """A unit float64 copy, or None for a missing, empty, zero or non-finite vector."""
     if v is None:
         return None
-    a = np.array(v, dtype=np.float64).ravel()  # a copy: it is scaled in place
+    a = np.array(v, dtype=np.float64)  # a copy: it is scaled in place
+    if a.ndim != 1:
+        a = a.ravel()
     if a.size == 0:
         return None
     # one dot product finds NaN, inf and zero alike; float64 cannot overflow on
     # float32 inputs of any realistic dimension
-    norm2 = float(np.dot(a, a))
+    norm2 = float(a.dot(a))
     if not (norm2 > 0.0 and math.isfinite(norm2)):
         return None
     a *= 1.0 / math.sqrt(norm2)

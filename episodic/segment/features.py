@@ -63,7 +63,7 @@ TEXT_KEEP = 200  # the previous turn's text kept for the closing-phrase feature
 
 def _ref_weights() -> tuple[np.ndarray, ...]:
     """For each history length nh (1..8), the (8, 10) weights that turn the state
-    [last 8 vectors newest first; ema5; ema3] into the 8 reference vectors: the
+    [last 8 vectors newest first; ema3; ema5] into the 8 reference vectors: the
     previous turn, the one before, ema5, ema3, the means of the last 2/4/8 turns
     (of as many as there are) and of the 3 before the previous (or the previous)."""
     out = []
@@ -71,8 +71,8 @@ def _ref_weights() -> tuple[np.ndarray, ...]:
         w = np.zeros((8, 10))
         w[0, 0] = 1.0
         w[1, min(1, nh - 1)] = 1.0
-        w[2, 8] = 1.0
-        w[3, 9] = 1.0
+        w[2, 9] = 1.0
+        w[3, 8] = 1.0
         for row, k in ((4, 2), (5, 4), (6, 8)):
             m = min(k, nh)
             w[row, :m] = 1.0 / m
@@ -172,14 +172,17 @@ class BoundaryFeatures:
     def _reset(self) -> None:
         d = self.dims
         self._boc._reset()
-        # the last 8 vectors before the held turn, newest first, then ema5 and ema3
-        self._M = np.zeros((10, d))
-        self._Q = np.zeros((2, d))  # scratch: the turn and the next, centred
-        self._P = np.zeros((4, d))  # scratch: the pair-only row's Gram rows
+        # one buffer: the last 8 vectors before the held turn (newest first), ema3,
+        # ema5, the stream sum, then two scratch rows (the turn and its next); the
+        # pair-only row's Gram reads its four rows (ema5, sum, turn, next) in place
+        buf = np.zeros((13, d))
+        self._M = buf[:10]
+        self._sum = buf[10]
+        self._P = buf[9:13]
+        self._Q = buf[11:13]
         self._nh = 0
         self._texts: deque[str] = deque(maxlen=4)  # their texts, for the lexical features
         self._words: deque[frozenset[str]] = deque(maxlen=4)
-        self._sum = np.zeros(d)
         self._n = 0
         self._d4 = [0.0, 0.0, 0.0]  # running mean, variance, count of d_w4
         self._sz = [0.0, 0.0, 0.0]  # the same for the surprisal
@@ -249,9 +252,9 @@ class BoundaryFeatures:
         if self.pair_ema5_only:  # the one reference its row reads
             self._nh = min(self._nh + 1, 8)
             if self._nh == 1:
-                M[8] = z
+                M[9] = z
             else:
-                ema = M[8]
+                ema = M[9]
                 ema += z
                 ema *= 0.5
             return
@@ -264,8 +267,8 @@ class BoundaryFeatures:
             M[8] = z
             M[9] = z
         else:
-            M[8] = 0.5 * M[8] + 0.5 * z
-            M[9] = 0.7 * M[9] + 0.3 * z
+            M[9] = 0.5 * M[9] + 0.5 * z
+            M[8] = 0.7 * M[8] + 0.3 * z
         self._prev_role, self._prev_text = h.role, h.text[-TEXT_KEEP:]
 
     def _skip(self, p: _Held) -> None:
@@ -299,15 +302,13 @@ class BoundaryFeatures:
     def _pair_ema5(self, p: _Held, nxt: _Held | None) -> dict[str, float]:
         """`_row`'s `dp_ema5` alone: the centred pair (the turn and the next) against
         the stream's ema5, cosine distance. Every inner product comes from one Gram
-        product of (turn, next, ema5, stream sum), the centring expanded."""
+        product of (ema5, stream sum, turn, next), the centring expanded."""
         if not self._nh:
             return {"dp_ema5": 0.0}
         P = self._P
-        P[0] = p.z
-        P[1] = p.z if nxt is None else nxt.z
-        P[2] = self._M[8]
-        P[3] = self._sum
-        (pp, pn, pe, ps), (_, nn, ne, ns), (_, _, ee, es), (_, _, _, ss) = np.dot(P, P.T).tolist()
+        P[2] = p.z
+        P[3] = p.z if nxt is None else nxt.z
+        (ee, es, pe, ne), (_, ss, ps, ns), (_, _, pp, pn), (_, _, _, nn) = P.dot(P.T).tolist()
         k = 1.0 / (self._n + self.n0)  # mu = sum * k
         kk = k * k * ss
         rr = ee - 2.0 * k * es + kk
@@ -408,8 +409,8 @@ class BoundaryFeatures:
             "texts": list(self._texts),
             "sum": array_to_json(self._sum),
             "n": self._n,
-            "ema5": array_to_json(self._M[8]),
-            "ema3": array_to_json(self._M[9]),
+            "ema5": array_to_json(self._M[9]),
+            "ema3": array_to_json(self._M[8]),
             "d4": list(self._d4),
             "sz": list(self._sz),
             "held": None if self._held is None else self._held.state(),
@@ -429,9 +430,9 @@ class BoundaryFeatures:
         self._M[:8] = hist[[(pos - 1 - i) % 8 for i in range(8)]] if "pos" in st else hist
         self._texts = deque((str(t) for t in st["texts"]), maxlen=4)
         self._words = deque((words(t) for t in self._texts), maxlen=4)
-        self._sum = array_from_json(st["sum"], (d,)).copy()
-        self._M[8] = array_from_json(st["ema5"], (d,))
-        self._M[9] = array_from_json(st["ema3"], (d,))
+        self._sum[:] = array_from_json(st["sum"], (d,))
+        self._M[9] = array_from_json(st["ema5"], (d,))
+        self._M[8] = array_from_json(st["ema3"], (d,))
         self._d4 = [finite(v) for v in st["d4"]]
         self._sz = [finite(v) for v in st["sz"]]
         self._held = None if st["held"] is None else _Held.load(st["held"])

@@ -96,10 +96,11 @@ class SemanticShift(Signal):
             return 0.0
         if q2 is None:
             B[0] = q
-        else:
+        else:  # the row holds q + q2; halving its products is exact (a power of two)
             np.add(q, q2, out=B[0])
-            B[0] *= 0.5
-        (qq, qm, qs), (_, mm, ms), (_, _, ss) = np.dot(B, B.T).tolist()
+        (qq, qm, qs), (_, mm, ms), (_, _, ss) = B.dot(B.T).tolist()
+        if q2 is not None:
+            qq, qm, qs = 0.25 * qq, 0.5 * qm, 0.5 * qs
         if self.center and self._n:
             # a = q - mu, b = m - mu with mu = sum / (n + prior), expanded
             k = 1.0 / (self._n + self.prior_turns)
