@@ -54,7 +54,13 @@ _CLAUSES = re.compile(
     r",?\s+(?=(?:and|but|so|plus) (?:(?:now|then|since then|these days|nowadays) )?"
     r"(?:i|i'm|i've|i'd|we|we're|my|our)\b)"
     r"|,\s+(?=(?:(?:these days|nowadays|now|today|but now|since then),? )?"
-    r"(?:i|i'm|i've|we|we're|my|our)\s)",
+    r"(?:i|i'm|i've|we|we're|my|our)\s)"
+    # a request or question after a comma is not part of the fact before it
+    # ("I'm a vet, can you help me ..."): it is cut off, and dropped as a question
+    r"|,\s+(?=(?:(?:so|and|but|ok|now) )?(?:can|could|would|will) you\b"
+    r"|any (?:ideas?|tips|advice|suggestions|recommendations|thoughts)\b"
+    r"|(?:what|how|where|which|why|when|who)(?:'s| is| are| do| does| should| can| would)?\b"
+    r"|(?:is|are) (?:there|it|this|that)\b|should i\b|do you\b|please\b)",
     re.I,
 )
 _BARE_VERB = re.compile(
@@ -118,6 +124,8 @@ def _clauses(sentence: str) -> list[str]:
             if k == 0:
                 low = piece.casefold()
                 low = _LEAD_IN.sub("", _PREFACE.sub("", low)).strip()
+                if _NO_SUBJECT_ENDING.match(low):
+                    piece = low = f"i {low}"
                 subject = (
                     "I" if re.match(r"i\b|i'm\b", low) else ("we" if re.match(r"we\b", low) else "")
                 )
@@ -133,8 +141,37 @@ def _clauses(sentence: str) -> list[str]:
     return out
 
 
+# "my dad's a retired electrician": the contraction of "is", not a possessive
+# (an article or an adverb follows, where a possessive has its noun)
+_RELATIVE_IS = re.compile(
+    rf"\b((?:[Mm]y|[Oo]ur) (?:{RELATIONS}))'s (?=(?:an?|the|not|no|still|now|also|retired|"
+    r"really|so|very|always|never)\b)"
+)
+# a clause that opens with the verb of an ending has dropped its "I"
+# ("cancelled my gym membership today", "gave up on android and got an iPhone")
+_NO_SUBJECT_ENDING = re.compile(
+    r"^(?:cancell?ed|quit|sold|ditched|dropped|gave up(?: on)?|stopped|finished|left)\s", re.I
+)
+# a named relative or pet mentioned in passing, even inside a request
+# ("a birthday message for my boyfriend Tom", "my cat Miso keeps scratching")
+_NAMED = re.compile(rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[A-Z])[a-z][\w-]+)\b")
+_PETS = frozenset("dog cat puppy kitten parrot rabbit bunny hamster horse fish turtle bird pet".split())
+
+
+def _named_mentions(sentence: str, facts: Sequence[str]) -> list[str]:
+    """A fact for each named relative or pet the sentence mentions that no fact
+    of the turn already holds by name."""
+    out = []
+    for m in _NAMED.finditer(sentence):
+        a, n = m["a"].lower(), m["n"]
+        if any(n in f for f in (*facts, *out)):
+            continue
+        out.append(f"User has a {a} named {n}" if a in _PETS else f"User's {a} is {n}")
+    return out
+
+
 def _clean(clause: str) -> str:
-    s = clause.strip().replace("\u2019", "'")
+    s = _RELATIVE_IS.sub(r"\1 is ", clause.strip().replace("\u2019", "'"))
     for _ in range(3):
         before = s
         s = _PREFACE.sub("", s).strip()
@@ -204,6 +241,7 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
                     antecedents.append(f"{m['a']} {m['n']}")
                 for m in _ANTECEDENT.finditer(resolved):
                     antecedents.append(m["a"].replace(" named", "").replace(" called", ""))
+            facts.extend((f, None) for f in _named_mentions(sentence, [f for f, _ in facts]))
     return facts
 
 

@@ -323,6 +323,13 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         _switched,
     ),
     (rf"^{_S}{_HAVE} (?:replaced|swapped) (?P<y>.+?) (?:with|for) (?P<x>.+)", _replaced),
+    # "I'm in Glasgow so ...": where they are based, unless the clause says for how long
+    (
+        rf"^{_I} (?:currently )?in (?P<x>(?-i:[A-Z])[\w-]+(?: (?-i:[A-Z])[\w-]+)?)"
+        r"(?!.*\b(?:this|next|for|until|till|today|tonight|tomorrow|right now|at the moment|"
+        r"on (?:holiday|vacation|business|a trip))\b)",
+        _fmt("User lives in {x}"),
+    ),
     (r"^i grew up in (?P<x>.+)", _fmt("User grew up in {x}")),
     (rf"^{_I} (?:originally )?from (?P<x>.+)", _fmt("User is from {x}")),
     # names, ages, family, pets
@@ -405,7 +412,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"^i (?P<adv>(?:(?:always|usually|generally|really|strongly|definitely|mostly|"
         r"totally|absolutely|now) )*)(?P<v>like|love|prefer|enjoy|hate|dislike|want|need|adore|"
         r"favou?r) (?P<x>.+)",
-        _opinion,
+        # a bare "I need X" asks for something in this chat ("I need a rubric for ...")
+        lambda m: [] if m["v"].lower() == "need" and not m["adv"] else _opinion(m),
     ),
     (
         r"^(?:please )?(?P<v>always|never) (?!mind\b)(?P<x>.+)",
@@ -423,7 +431,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         ),
     ),
     (r"^(?:i|we) (?:just )?sold (?P<x>.+)", _fmt("User sold {x}")),
-    (r"^(?:i|we) (?:have|own|got) (?P<x>.+)", _fmt("User has {x}")),
+    (r"^(?:i|we)(?:'ve| have)? (?:have|own|got) (?P<x>.+)", _fmt("User has {x}")),
     (
         rf"^(?P<p>my) (?P<a>(?:{RELATIONS})(?: (?-i:[A-Z])[\w-]+)?) (?P<x>(?:is|was|works|lives|"
         r"loves|likes|has|plays|studies|goes|moved|just|recently|hates|owns|teaches|got)\b.+)",
@@ -432,8 +440,9 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (r"^(?P<p>my|our) (?P<a>[\w' -]{1,40}?) (?P<v>is|are) (?P<x>.+)", _possessive),
     (rf"^{_I} (?P<x>an? (?!bit\b|little\b|tad\b|lot\b)\w.*)", _is_a),
     (
-        rf"^{_I} (?P<x>(?:vegan|vegetarian|allergic to .+|lactose intolerant|left-handed|"
-        r"colou?r ?blind|diabetic))$",
+        rf"^{_I} (?:now )?(?P<x>(?:vegan|vegetarian|pescatarian|flexitarian|allergic to .+|"
+        r"lactose intolerant|left-handed|colou?r ?blind|diabetic))"
+        r"(?:,? (?:now|these days|nowadays))?$",
         _fmt("User is {x}"),
     ),
 )

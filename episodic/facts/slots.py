@@ -19,6 +19,7 @@ pet:NAME       has / owns a SPECIES named / called       SPECIES
 name           (possessive) name is X; is called X       X
 origin         is from X                                 X
 age            is N (years old)                          N
+diet           is vegan / vegetarian / pescatarian ...   the diet
 opinion:X      likes / loves / enjoys / prefers / wants  "+" or "-"
                (prefers a known tool: its CATEGORY)
                / hates / dislikes X (adverbs dropped)
@@ -131,6 +132,8 @@ _OCCUPATION = re.compile(rf"^{_V}{_BE}(?:works?|working) as (?:an? )?(?P<v>.+)$"
 _PET = re.compile(
     rf"^{_V}(?:has|have|owns?|got|adopted) (?:an? )?(?P<s>\w+) (?:named|called) (?P<n>\w+)"
 )
+# one diet at a time: "is pescatarian" replaces "is vegetarian"
+_DIET = re.compile(r"^is (?:now )?(?P<v>vegan|vegetarian|pescatarian|flexitarian|omnivore)\b")
 _PET_POSSESSIVE = re.compile(r"^(?P<s>\w+)(?:'s name is| is named| is called) (?P<n>\w+)")
 _NAME = (
     re.compile(r"^name is (?P<v>.+)$"),
@@ -224,6 +227,9 @@ def parse_slot(text: str) -> SlotValue | None:
     m = _AGE.match(rest)
     if m:
         return sv("age", m["v"])
+    m = _DIET.match(rest)
+    if m:
+        return sv("diet", m["v"])
     if possessive:
         m = _POSSESSIVE.match(rest)
         if m:
