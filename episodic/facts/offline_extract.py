@@ -91,7 +91,11 @@ _ANTECEDENT = re.compile(
     rf"\b(?:[Mm]y|[Oo]ur) (?P<a>(?:{RELATIONS})(?: (?:named|called) [A-Z][\w-]+| [A-Z][\w-]+)?)\b"
 )
 # the first half of a compound subject ("Lena and I ...", "my wife and I ...")
-_CO_SUBJECT = re.compile(rf"^(?:[A-Z][\w-]+|(?:[Mm]y|[Oo]ur) (?:{RELATIONS})(?: [A-Z][\w-]+)?)$")
+_CO_SUBJECT = re.compile(
+    rf"^(?:(?!(?:you|we|they|he|she|it|this|that|so|and|but)$)[\w-]+"
+    rf"|(?:[Mm]y|[Oo]ur) (?:{RELATIONS})(?: [A-Z][\w-]+)?)$",
+    re.I,
+)
 _PRONOUN_START = re.compile(r"^(?P<p>he|she|it)(?P<be>'s)?\b", re.I)
 _HAVE_NAMED = re.compile(
     rf"\b(?:have|got|adopted|own) (?:an? )(?P<a>(?:{RELATIONS})) (?:named|called) "
@@ -105,7 +109,7 @@ def _parts(sentence: str) -> list[str]:
     for part in _CLAUSES.split(sentence):
         if (
             parts
-            and _CO_SUBJECT.match(parts[-1].strip())
+            and _CO_SUBJECT.match(_clean(parts[-1]))
             and re.match(r"and (?:i|me)\b", part, re.I)
         ):
             parts[-1] = f"{parts[-1]} {part}"
@@ -124,7 +128,7 @@ def _clauses(sentence: str) -> list[str]:
             if k == 0:
                 low = piece.casefold()
                 low = _LEAD_IN.sub("", _PREFACE.sub("", low)).strip()
-                if _NO_SUBJECT_ENDING.match(low):
+                if _NO_SUBJECT.match(low):
                     piece = low = f"i {low}"
                 subject = (
                     "I" if re.match(r"i\b|i'm\b", low) else ("we" if re.match(r"we\b", low) else "")
@@ -147,21 +151,26 @@ _RELATIVE_IS = re.compile(
     rf"\b((?:[Mm]y|[Oo]ur) (?:{RELATIONS}))'s (?=(?:an?|the|not|no|still|now|also|retired|"
     r"really|so|very|always|never)\b)"
 )
-# a clause that opens with the verb of an ending has dropped its "I"
-# ("cancelled my gym membership today", "gave up on android and got an iPhone")
-_NO_SUBJECT_ENDING = re.compile(
-    r"^(?:cancell?ed|quit|sold|ditched|dropped|gave up(?: on)?|stopped|finished|left)\s", re.I
+# a clause that opens with a past verb of a change in someone's life has dropped
+# its "I" ("cancelled my gym membership today", "moved to Glasgow last weekend",
+# "gave up on android and got an iPhone")
+_NO_SUBJECT = re.compile(
+    r"^(?:cancell?ed|quit|sold|ditched|dropped|gave up(?: on)?|stopped|finished|left|moved|"
+    r"relocated|started|joined|switched|adopted|retired|handed in)\s",
+    re.I,
 )
 # a named relative or pet mentioned in passing, even inside a request
 # ("a birthday message for my boyfriend Tom", "my cat Miso keeps scratching")
 _NAMED = re.compile(rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[A-Z])[a-z][\w-]+)\b")
-_PETS = frozenset("dog cat puppy kitten parrot rabbit bunny hamster horse fish turtle bird pet".split())
+_PETS = frozenset(
+    "dog cat puppy kitten parrot rabbit bunny hamster horse fish turtle bird pet".split()
+)
 
 
 def _named_mentions(sentence: str, facts: Sequence[str]) -> list[str]:
     """A fact for each named relative or pet the sentence mentions that no fact
     of the turn already holds by name."""
-    out = []
+    out: list[str] = []
     for m in _NAMED.finditer(sentence):
         a, n = m["a"].lower(), m["n"]
         if any(n in f for f in (*facts, *out)):

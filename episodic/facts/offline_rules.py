@@ -39,7 +39,8 @@ _TAIL = re.compile(
     r"|\s+(?:and|but) (?:he|she|it|they|we|i|i'm)\b.*$"
     r"|\s+(?:because|since|so that|if|unless)\b.*$"
     r"|,?\s+(?:now|these days|nowadays|currently|for now|at the moment|right now)$"
-    r"|,\s*(?:remember|you know|as i said|like i said)$",
+    r"|,\s*(?:remember|you know|as i said|like i said)$"
+    r"|,?\s+(?:btw|by the way|fyi|lol|haha|tbh)$",
     re.I,
 )
 JOBS = (
@@ -72,7 +73,7 @@ RELATIONS = (
     r"roommate|boss|manager|colleague|coworker|dog|cat|puppy|kitten|parrot|rabbit|bunny|"
     r"hamster|horse|fish|turtle|bird|pet"
 )
-_JOB_RE = re.compile(rf"\b(?:{JOBS})s?$", re.I)
+_JOB_HEAD_RE = re.compile(rf"^(.*?\b(?:{JOBS})s?)(?:$|\s+and\s)", re.I)
 _PLACE_START = re.compile(r"^[A-Z]")
 _RELATION_RE = re.compile(rf"^(?:{RELATIONS})\b", re.I)
 
@@ -145,8 +146,10 @@ def _is_a(m: re.Match[str]) -> list[str]:
     x = obj(m["x"])
     if x is None:
         return []
-    if _JOB_RE.search(x):
-        return [f"User works as {x}"]
+    # "a junior accountant and honestly ...": the job ends the fact
+    job = _JOB_HEAD_RE.match(x)
+    if job:
+        return [f"User works as {job[1]}"]
     return [f"User is {x}"]
 
 
@@ -278,7 +281,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (rf"^(?P<s>i|we){_HAVE} (?P<v>{GIVE_UP}|{LEAVE}|{PART}) (?P<x>.+)", _ended),
     (rf"^(?P<s>i|we){_HAVE} (?P<v>left) (?P<x>(?-i:[A-Z]).+)", _ended),
     (
-        rf"^(?P<x>(?-i:[A-Z])[\w-]+|my (?:{RELATIONS})) and (?:i|me)(?: have| had)?"
+        rf"^(?P<x>(?!(?:you|we|they|he|she|it|this|that)\b)[\w-]+|my (?:{RELATIONS})) and "
+        r"(?:i|me)(?: have| had)?"
         rf"(?: (?:just|finally|recently))* (?P<v>{PART_TOGETHER})\b",
         _parted,
     ),

@@ -167,7 +167,7 @@ class CombinerParams:
     meta: dict[str, Any]
 
     def project(self, x: np.ndarray) -> np.ndarray:
-        out: np.ndarray = self.comps.dot(x - self.mean)  # the method: less call overhead than @ or np.dot
+        out: np.ndarray = self.comps.dot(x - self.mean)  # the method: least call overhead
         return out
 
     def features(self, reads: tuple[str, ...] | None = None) -> BoundaryFeatures:
