@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,8 +18,10 @@ from episodic.models import now_utc, stable_id
 from storage import filters
 from storage.codec import to_aware, to_naive
 from storage.db import Store
+from storage.group import GroupCommit
 
 TABLE = "ingest_receipts"
+MAX_GROUP = 1_000  # receipts per commit
 
 
 def schema() -> pa.Schema:
@@ -50,6 +53,8 @@ def key_hash(user_id: str, key: str) -> str:
 class Receipts:
     def __init__(self, store: Store) -> None:
         self.table = store.declared(TABLE, schema())
+        # concurrent writers' receipts share one commit (each its own row)
+        self._group: GroupCommit[dict[str, Any], None] = GroupCommit(self._insert, MAX_GROUP)
 
     @staticmethod
     def new_id(user_id: str) -> str:
@@ -81,8 +86,12 @@ class Receipts:
             "turn_ids": turn_ids,
             "answer": json.dumps(answer, default=str),
         }
-        data = pa.Table.from_pylist([row], schema=schema())
+        self._group.submit(row)
+
+    def _insert(self, rows: Sequence[dict[str, Any]]) -> list[None]:
+        data = pa.Table.from_pylist(list(rows), schema=schema())
         self.table.merge_insert("ingest_id").when_not_matched_insert_all().execute(data)
+        return [None] * len(rows)
 
     @staticmethod
     def _receipt(r: dict[str, Any]) -> Receipt:

@@ -2,15 +2,14 @@
 by the one ingest validator, appended through a group commit, refusals
 quarantined as file ingest does. Nothing is embedded here: consolidate does.
 
-A group commit: many threads call `GroupWriter.write`; one of them (the
-leader) appends everything queued so far in a single `RawLog.append` while
+A group commit (`storage.group`): many threads call `GroupWriter.write`; one
+of them appends everything queued so far in a single `RawLog.append` while
 the others wait, so N concurrent batches cost about one LanceDB commit, not N
 commits in turn under the append lock.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,6 +18,7 @@ from typing import Any
 from episodic.ingest.common import raw_of
 from episodic.ingest.jsonl import parse_objects
 from episodic.models import Rejected, TurnIn, now_utc
+from storage.group import GroupCommit
 from storage.raw import RawLog
 
 MAX_GROUP = 20_000  # turns per group append
@@ -39,72 +39,36 @@ class Outcome:
         }
 
 
-@dataclass
-class _Request:
-    turns: list[TurnIn]
-    done: bool = False
-    accepted: int = 0
-    duplicates: int = 0
-    error: BaseException | None = None
-
-
 class GroupWriter:
     def __init__(self, raw: RawLog, max_group: int = MAX_GROUP) -> None:
         self.raw = raw
-        self.max_group = max_group
-        self._cv = threading.Condition()
-        self._queue: list[_Request] = []
-        self._writing = False
-        self.appends = 0  # group appends made (the benchmark reports it)
+        self._group: GroupCommit[list[TurnIn], tuple[int, int]] = GroupCommit(
+            self._append, max_group
+        )
+
+    @property
+    def appends(self) -> int:
+        """Group appends made (the benchmark reports it)."""
+        return self._group.commits
 
     def write(self, turns: list[TurnIn]) -> tuple[int, int]:
         """(accepted, duplicates) of `turns`, once they are committed to raw."""
         if not turns:
             return 0, 0
-        req = _Request(turns)
-        with self._cv:
-            self._queue.append(req)
-            while not req.done:
-                if self._writing:
-                    self._cv.wait()
-                    continue
-                self._writing = True
-                group: list[_Request] = []
-                size = 0
-                while self._queue and (
-                    not group or size + len(self._queue[0].turns) <= self.max_group
-                ):
-                    r = self._queue.pop(0)
-                    group.append(r)
-                    size += len(r.turns)
-                self._cv.release()
-                try:
-                    self._append(group)
-                finally:
-                    self._cv.acquire()
-                    self._writing = False
-                    self._cv.notify_all()
-        if req.error is not None:
-            raise req.error
-        return req.accepted, req.duplicates
+        return self._group.submit(turns, len(turns))
 
-    def _append(self, group: list[_Request]) -> None:
-        try:
-            result = self.raw.append([t for r in group for t in r.turns])
-            self.appends += 1
-        except BaseException as e:  # every waiter hears it, not only the leader
-            for r in group:
-                r.error, r.done = e, True
-            return
+    def _append(self, batches: Sequence[list[TurnIn]]) -> list[tuple[int, int]]:
+        result = self.raw.append([t for b in batches for t in b])
         fresh = set(result.turn_ids)
-        for r in group:  # the first sender of a turn id gets it; later ones are duplicates
-            for t in r.turns:
+        out = []
+        for b in batches:  # the first sender of a turn id gets it; later ones are duplicates
+            accepted = 0
+            for t in b:
                 if t.turn_id in fresh:
                     fresh.discard(t.turn_id)
-                    r.accepted += 1
-                else:
-                    r.duplicates += 1
-            r.done = True
+                    accepted += 1
+            out.append((accepted, len(b) - accepted))
+        return out
 
 
 def accept(
