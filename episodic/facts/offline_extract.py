@@ -128,8 +128,10 @@ def _clauses(sentence: str) -> list[str]:
             if k == 0:
                 low = piece.casefold()
                 low = _LEAD_IN.sub("", _PREFACE.sub("", low)).strip()
-                if _NO_SUBJECT.match(low):
-                    piece = low = f"i {low}"
+                bare = _clean(piece)
+                if _NO_SUBJECT.match(bare):
+                    piece = f"I {bare}"
+                    low = piece.casefold()
                 subject = (
                     "I" if re.match(r"i\b|i'm\b", low) else ("we" if re.match(r"we\b", low) else "")
                 )
@@ -152,11 +154,14 @@ _RELATIVE_IS = re.compile(
     r"really|so|very|always|never)\b)"
 )
 # a clause that opens with a past verb of a change in someone's life has dropped
-# its "I" ("cancelled my gym membership today", "moved to Glasgow last weekend",
-# "gave up on android and got an iPhone")
+# its "I" ("cancelled my gym membership today", "moved to Glasgow last weekend");
+# only with the object such a change takes, so that a terse "stopped the server"
+# or "moved the file to src/" stays an action of the moment
 _NO_SUBJECT = re.compile(
-    r"^(?:cancell?ed|quit|sold|ditched|dropped|gave up(?: on)?|stopped|finished|left|moved|"
-    r"relocated|started|joined|switched|adopted|retired|handed in)\s",
+    r"^(?:(?:cancell?ed|quit|sold|ditched|dropped|gave up(?: on)?|stopped|finished|left|"
+    r"handed in) my\b|(?:moved|relocated) (?:to|out|back|away|house)\b"
+    r"|started (?:as|at|a new|working|my)\b|(?:joined|left|gave up on) (?-i:[A-Z])"
+    r"|switched (?:to|over|from)\b|adopted an?\b|retired\b)",
     re.I,
 )
 # a named relative or pet mentioned in passing, even inside a request
