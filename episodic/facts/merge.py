@@ -40,7 +40,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from episodic.facts.consistency import RULE, within_episode
-from episodic.facts.negation import is_negation_of
+from episodic.facts.negation import FORGET_REQUEST, is_negation_of
 from episodic.facts.normalize import cosine, normalize
 from episodic.facts.offline_merge import DEFAULT_DUP_THRESHOLD, merge_one
 from episodic.facts.replacement import changes_preference, names_replaced
@@ -107,6 +107,11 @@ def _by_rule(sets: list[CandidateSet], i: int, threshold: float) -> Decision | N
     for fact in cs.candidates:
         if normalize(fact.text) == key:
             return Decision("NOOP", fact.fact_id, None, fact.text, cs.new, RULE, note="equal text")
+    if FORGET_REQUEST.match(cs.new.text) and not any(
+        is_negation_of(cs.new.text, f.text) for f in cs.candidates
+    ):
+        # kept as a fact, a request to forget would keep what it names
+        return Decision("NOOP", None, None, None, cs.new, RULE, note="nothing to forget")
     if not cs.candidates:
         return Decision("ADD", None, cs.new.text, None, cs.new, RULE, note="no candidates")
     if not any(_related(cs, fact, threshold) for fact in cs.candidates):

@@ -29,7 +29,7 @@ from episodic.facts.when import WEEKDAYS
 _MARKERS = re.compile(
     r"n't\b.*\banymore\b|\b(?:no longer|used to|does not|doesn't|"
     r"not\b.*\banymore|not any ?more|no more|"
-    rf"{ENDING_VERBS}|died|passed away|is dead|was put down|forget that)\b"
+    rf"{ENDING_VERBS}|died|passed away|is dead|was put down|forget that|asked to forget)\b"
 )
 _STOP = (
     frozenset(
@@ -41,6 +41,7 @@ _STOP = (
     now already anymore any more longer no not don't doesn't didn't never
     stopped quit gave give up left retired moved sold away got rid died passed dead
     put down cancelled canceled dropped forget does used asked wants
+    where what who when how which thing things stuff mentioned said told
     morning afternoon evening night weekend tonight tomorrow
     """.split()
         + WEEKDAYS.split("|")
@@ -56,6 +57,11 @@ _VERBS = frozenset(
     eat eats play plays drink drinks take takes named called
     """.split()
 )
+
+
+# the fact a "forget that ..." request becomes (offline_rules); it ends what it
+# names and is never kept as a fact of its own
+FORGET_REQUEST = re.compile(r"^(?:user|team) asked to forget\b", re.I)
 
 
 def is_ending(text: str) -> bool:

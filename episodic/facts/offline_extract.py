@@ -37,7 +37,7 @@ import re
 from collections.abc import Sequence
 
 from episodic.facts.correction import apply_correction, corrected_value
-from episodic.facts.offline_rules import RELATIONS, RULES
+from episodic.facts.offline_rules import RELATIONS, RULES, obj
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import FactTurn
 from episodic.facts.when import RELATIVE_DATE, without_trailing_date
@@ -49,6 +49,7 @@ MAX_FACT_CHARS = 200
 _SENTENCES = re.compile(
     r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bMrs\.)(?<!\bProf\.)"
     r"(?<=[.!?;])\s+|\n+"
+    r"|\s+[-\u2013\u2014]\s+"  # a dash between two clauses: "big news - I left teaching"
 )
 _CLAUSES = re.compile(
     r",?\s+(?=(?:and|but|so|plus) (?:(?:now|then|since then|these days|nowadays) )?"
@@ -195,9 +196,21 @@ def _clean(clause: str) -> str:
     return s
 
 
+# a request to forget, often asked as a question ("can you forget where I live?")
+_FORGET_ASKED = re.compile(
+    r"^(?:(?:can|could|would|will) you (?:please )?|please )(?:forget|delete|erase|remove) "
+    r"(?:that |the fact that |about )?(?P<x>.+?)\??$",
+    re.I,
+)
+
+
 def extract_facts_of(sentence: str) -> list[str]:
     """Every fact one clause states (none for questions and chatter)."""
     s = _clean(sentence)
+    asked = _FORGET_ASKED.match(s)
+    if asked and (x := obj(asked["x"])):
+        that = "" if re.match(r"(?:where|what|who|when|how|which)\b", x, re.I) else "that "
+        return [f"User asked to forget {that}{x}"]
     if not s or s.endswith("?") or _QUESTION.match(s):
         return []
     s = s.rstrip(" .!;:")

@@ -218,12 +218,15 @@ def _parted(m: re.Match[str]) -> list[str]:
 
 
 def _switched(m: re.Match[str]) -> list[str]:
-    x = obj(m["x"])
+    # "switched to oat milk instead of whole milk": what it replaced comes last
+    new, sep, instead = m["x"].partition(" instead of ")
+    x = obj(new)
     if x is None:
         return []
+    y = m["y"] or (instead if sep else None)
     # a known tool names its kind, so the old one is found by slot; an
     # unknown one keeps what it replaced, so the merge can find that
-    old = shift(m["y"]) if m["y"] and not tool_name(x) else ""
+    old = shift(_TAIL.sub("", y)) if y and not tool_name(x) else ""
     return [f"{_subject(m['s'])} switched {'from ' + old + ' ' if old else ''}to {x}"]
 
 
@@ -241,7 +244,10 @@ def _not(m: re.Match[str]) -> list[str]:
 
 _I = r"i(?:'m| am)"
 _IV = r"i(?:'ve| have)?"
-_ADV = r"(?:(?:currently|now|still|also|mostly|mainly|actually|really|just|recently|finally) )*"
+_ADV = (
+    r"(?:(?:currently|now|still|also|mostly|mainly|actually|really|just|recently|finally|"
+    r"always|usually|normally|generally) )*"
+)
 _S = r"(?P<s>i|we|our team|the team)"
 _HAVE = r"(?: have|'ve)?(?: (?:just|recently|finally|already|now))*"
 
@@ -369,8 +375,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     # work
     (
-        rf"^(?:i work|{_I} {_ADV}working|{_IV} {_ADV}been working) as (?P<a>an? )?(?P<x>.+?) "
-        r"(?:at|for) (?P<y>.+)",
+        rf"^(?:i work|{_I} {_ADV}working|{_IV} {_ADV}been working|{_IV} {_ADV}started) as "
+        r"(?P<a>an? )?(?P<x>.+?) (?:at|for) (?P<y>.+)",
         _job_and_employer,
     ),
     (rf"^{_I} (?P<a>an? )(?P<x>[\w -]*?(?:{JOBS})s?) (?:at|for|with) (?P<y>.+)", _job_and_employer),
@@ -446,8 +452,13 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (
         rf"^{_I} (?:now )?(?P<x>(?:vegan|vegetarian|pescatarian|flexitarian|allergic to .+|"
         r"lactose intolerant|left-handed|colou?r ?blind|diabetic))"
-        r"(?:,? (?:now|these days|nowadays))?$",
+        r"(?:,? (?:now|these days|nowadays))?(?=$|,|\s+(?:so|and|but|because)\b)",
         _fmt("User is {x}"),
+    ),
+    # "as a pharmacist I get asked ...": the job the clause speaks from
+    (
+        rf"^as (?P<a>an? )(?P<x>[\w -]*?\b(?:{JOBS}))\b(?=,|\s+(?:i|we)\b)",
+        _fmt("User works as {a}{x}"),
     ),
 )
 RULES: tuple[Rule, ...] = tuple((re.compile(p, re.I), f) for p, f in _TABLE)
