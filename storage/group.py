@@ -63,7 +63,9 @@ class GroupCommit(Generic[T, R]):
 
     def _run(self, group: list[_Request[T, R]]) -> None:
         try:
-            results = self._commit([r.item for r in group])
+            results = list(self._commit([r.item for r in group]))
+            if len(results) != len(group):  # else a waiter would wait for ever
+                raise RuntimeError(f"group commit gave {len(results)} results for {len(group)}")
             self.commits += 1
         except BaseException as e:  # every waiter hears it, not only the leader
             for r in group:

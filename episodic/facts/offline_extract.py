@@ -196,10 +196,14 @@ def _clean(clause: str) -> str:
     return s
 
 
-# a request to forget, often asked as a question ("can you forget where I live?")
+# a request to forget, often asked as a question ("can you forget where I live?");
+# only "forget" and only with what is remembered as its object: "can you delete
+# the old branch?" or "forget about the tests for now" asks for no erasure
 _FORGET_ASKED = re.compile(
-    r"^(?:(?:can|could|would|will) you (?:please )?|please )(?:forget|delete|erase|remove) "
-    r"(?:that |the fact that |about )?(?P<x>.+?)\??$",
+    r"^(?:(?:can|could|would|will) you (?:please )?|please )forget "
+    r"(?:that |the fact that )?(?P<x>(?:where|what|who|which) (?:i|my)\b.+"
+    r"|my .+|the .+ (?:thing|stuff|bit) (?:i|that i) (?:mentioned|said|told you)\b.*"
+    r"|(?<=that )(?:i|my)\b.+)\??$",
     re.I,
 )
 
@@ -208,7 +212,7 @@ def extract_facts_of(sentence: str) -> list[str]:
     """Every fact one clause states (none for questions and chatter)."""
     s = _clean(sentence)
     asked = _FORGET_ASKED.match(s)
-    if asked and (x := obj(asked["x"])):
+    if asked and (x := obj(re.sub(r"(?:,?\s+please)?[\s?!.]*$", "", asked["x"], flags=re.I))):
         that = "" if re.match(r"(?:where|what|who|when|how|which)\b", x, re.I) else "that "
         return [f"User asked to forget {that}{x}"]
     if not s or s.endswith("?") or _QUESTION.match(s):

@@ -91,6 +91,13 @@ def test_offline_patterns(sentence: str, fact: str) -> None:
         "I ended up staying home",
         "I dropped by the bakery",
         "I left my umbrella at work",
+        # terse tool chat: no dropped "I" is restored, no erasure is asked
+        "stopped the server and restarted it",
+        "dropped the table by accident",
+        "can you delete the old branch?",
+        "please remove the unused imports",
+        "can you forget about the tests for now?",
+        "I need a marking rubric for a year 9 essay",
     ],
 )
 def test_questions_and_chatter_give_no_fact(sentence: str) -> None:

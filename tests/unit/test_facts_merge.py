@@ -335,3 +335,20 @@ def test_a_model_add_beside_another_value_of_the_slot_falls_back() -> None:
     [d] = decide(provider, [CandidateSet(b, vec(b.text), [paris])], now=NOW)
     assert (d.event, d.target_fact_id) == ("UPDATE", "f1")
     assert d.decided_by == "offline-fallback" and "two-active-values" in d.note
+
+
+def test_a_request_to_forget_that_names_nothing_stored_is_not_kept() -> None:
+    """Kept as an active fact, it would hold the very words to be forgotten."""
+    cat = ExistingFact("f-cat", "User has a cat named Miso", vec("User has a cat named Miso"))
+    ask = new_fact("User asked to forget that the Stripe thing they mentioned")
+    (d,) = decide(OfflineProvider(), [CandidateSet(ask, vec(ask.text), [cat])], now=NOW)
+    assert d.event == "NOOP" and d.target_fact_id is None and d.new_text is None
+    (alone,) = decide(OfflineProvider(), [CandidateSet(ask, vec(ask.text), [])], now=NOW)
+    assert alone.event == "NOOP" and alone.new_text is None
+
+
+def test_forget_where_i_live_ends_the_residence() -> None:
+    home = ExistingFact("f-home", "User lives in Bristol", vec("User lives in Bristol"))
+    ask = new_fact("User asked to forget where they live")
+    (d,) = decide(OfflineProvider(), [CandidateSet(ask, vec(ask.text), [home])], now=NOW)
+    assert d.event == "DELETE" and d.target_fact_id == "f-home"
