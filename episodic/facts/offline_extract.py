@@ -37,7 +37,7 @@ import re
 from collections.abc import Sequence
 
 from episodic.facts.correction import apply_correction, corrected_value
-from episodic.facts.offline_rules import RELATIONS, RULES, obj
+from episodic.facts.offline_rules import PETS, RELATIONS, RULES, obj
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import FactTurn
 from episodic.facts.when import RELATIVE_DATE, without_trailing_date
@@ -168,9 +168,6 @@ _NO_SUBJECT = re.compile(
 # a named relative or pet mentioned in passing, even inside a request
 # ("a birthday message for my boyfriend Tom", "my cat Miso keeps scratching")
 _NAMED = re.compile(rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[A-Z])[a-z][\w-]+)\b")
-_PETS = frozenset(
-    "dog cat puppy kitten parrot rabbit bunny hamster horse fish turtle bird pet".split()
-)
 
 
 def _named_mentions(sentence: str, facts: Sequence[str]) -> list[str]:
@@ -181,7 +178,7 @@ def _named_mentions(sentence: str, facts: Sequence[str]) -> list[str]:
         a, n = m["a"].lower(), m["n"]
         if any(n in f for f in (*facts, *out)):
             continue
-        out.append(f"User has a {a} named {n}" if a in _PETS else f"User's {a} is {n}")
+        out.append(f"User has a {a} named {n}" if a in PETS else f"User's {a} is {n}")
     return out
 
 

@@ -61,6 +61,8 @@ JOBS = (
     r"estate agent|tutor|lecturer|instructor|copywriter|illustrator|animator|sysadmin|"
     r"entrepreneur|freelancer|contractor|machinist"
 )
+PETS = ("dog", "cat", "puppy", "kitten", "parrot", "rabbit", "bunny", "hamster", "horse",
+        "fish", "turtle", "bird", "pet")  # fmt: skip
 RELATIONS = (
     # the in-laws first: "mother" would match inside "mother-in-law" at the hyphen
     r"(?:mother|father|sister|brother|son|daughter)-in-law|in-laws|"
@@ -70,8 +72,7 @@ RELATIONS = (
     r"wife|husband|partner|spouse|girlfriend|boyfriend|fianc[eé]e?|son|daughter|kids?|"
     r"children|child|mom|mother|dad|father|parents|brother|sister|siblings?|grandma|"
     r"grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|best friend|friend|"
-    r"roommate|boss|manager|colleague|coworker|dog|cat|puppy|kitten|parrot|rabbit|bunny|"
-    r"hamster|horse|fish|turtle|bird|pet"
+    r"roommate|boss|manager|colleague|coworker|" + "|".join(PETS)
 )
 _JOB_HEAD_RE = re.compile(rf"^(.*?\b(?:{JOBS})s?)(?:$|\s+and\s)", re.I)
 _PLACE_START = re.compile(r"^[A-Z]")
