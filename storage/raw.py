@@ -104,7 +104,7 @@ class RawLog:
                 result.duplicates += 1
             else:
                 unique[t.turn_id] = t
-        existing = self._existing_ids(list(unique))
+        existing = self.existing_ids(list(unique))
         fresh = [t for tid, t in unique.items() if tid not in existing]
         result.duplicates += len(unique) - len(fresh)
         # also when every turn is a duplicate: that is the re-ingest after a crash
@@ -165,7 +165,8 @@ class RawLog:
         self.store.insert_new("rejected_input", rows)
         return len(rows)
 
-    def _existing_ids(self, turn_ids: list[str]) -> set[str]:
+    def existing_ids(self, turn_ids: list[str]) -> set[str]:
+        """Which of `turn_ids` raw holds (ids are scoped by user in their hash)."""
         rows = self.store.where_in("raw_turns", "turn_id", turn_ids, columns=["turn_id"])
         return {str(r["turn_id"]) for r in rows}
 

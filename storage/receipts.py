@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from episodic.models import now_utc, stable_id
+from episodic.models import now_utc
 from storage import filters
 from storage.codec import to_aware, to_naive
 from storage.db import Store
@@ -57,8 +58,9 @@ class Receipts:
         self._group: GroupCommit[dict[str, Any], None] = GroupCommit(self._insert, MAX_GROUP)
 
     @staticmethod
-    def new_id(user_id: str) -> str:
-        return "ing_" + stable_id("ingest", user_id, now_utc().isoformat(), id(object()))[:24]
+    def new_id() -> str:
+        # random: two adds in the same microsecond must not share an id
+        return "ing_" + uuid.uuid4().hex[:24]
 
     def by_key(self, user_id: str, key: str) -> Receipt | None:
         cond = filters.user(user_id) & filters.eq("idempotency", key_hash(user_id, key))
@@ -70,23 +72,34 @@ class Receipts:
         rows = self.table.search().where(cond).limit(1).to_list()
         return self._receipt(rows[0]) if rows else None
 
-    def put(
-        self,
+    def insert_grouped(self, row: dict[str, Any]) -> None:
+        """One row, committed with whatever other threads insert meanwhile."""
+        self._group.submit(row)
+
+    @staticmethod
+    def row(
         user_id: str,
         ingest_id: str,
-        key: str | None,
+        hashed_key: str,
         turn_ids: list[str],
         answer: dict[str, Any],
-    ) -> None:
-        row = {
+        *,
+        at: datetime | None = None,
+    ) -> dict[str, Any]:
+        """A receipt row; `hashed_key` is `key_hash(user, key)` or ""."""
+        return {
             "ingest_id": ingest_id,
             "user_id": user_id,
-            "idempotency": key_hash(user_id, key) if key else "",
-            "at": to_naive(now_utc()),
+            "idempotency": hashed_key,
+            "at": at if at is not None else to_naive(now_utc()),
             "turn_ids": turn_ids,
             "answer": json.dumps(answer, default=str),
         }
-        self._group.submit(row)
+
+    def insert(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Rows by `ingest_id`, insert-if-absent: inserting twice = once."""
+        if rows:
+            self._insert(rows)
 
     def _insert(self, rows: Sequence[dict[str, Any]]) -> list[None]:
         data = pa.Table.from_pylist(list(rows), schema=schema())

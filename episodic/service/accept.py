@@ -1,8 +1,9 @@
-"""Turns that arrive live (HTTP API, MCP `remember`, capture hooks): checked
-by the one ingest validator, appended through a group commit, refusals
-quarantined as file ingest does. Nothing is embedded here: consolidate does.
+"""Turns that arrive live (HTTP API, MCP `remember`, Python `add`): checked
+by the one ingest validator (`check`), then acknowledged by a writer with a
+receipt; refusals quarantined as file ingest does. Nothing is embedded here:
+consolidate does.
 
-A group commit (`storage.group`): many threads call `GroupWriter.write`; one
+A group commit (`storage.group`): many threads call `GroupWriter.commit`; one
 of them appends everything queued so far in a single `RawLog.append` while
 the others wait, so N concurrent batches cost about one LanceDB commit, not N
 commits in turn under the append lock.
@@ -11,37 +12,40 @@ commits in turn under the append lock.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from episodic.ingest.common import raw_of
 from episodic.ingest.jsonl import parse_objects
 from episodic.models import Rejected, TurnIn, now_utc
+from episodic.service.views import AddReceipt, Rejection
 from storage.group import GroupCommit
 from storage.raw import RawLog
+from storage.receipts import Receipts
 
 MAX_GROUP = 20_000  # turns per group append
 
 
-@dataclass
-class Outcome:
-    accepted: int = 0
-    duplicates: int = 0
-    rejected: list[tuple[int, str]] = field(default_factory=list)
-    turn_ids: list[str] = field(default_factory=list)
+@dataclass(frozen=True)
+class Draft:
+    """One add, checked, before its counts are known."""
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "accepted": self.accepted,
-            "duplicates": self.duplicates,
-            "rejected": [{"index": i, "reason": r} for i, r in self.rejected],
-        }
+    user_id: str
+    ingest_id: str
+    idempotency: str  # key_hash of the caller's key, or ""
+    turns: list[TurnIn]
+    rejects: list[Rejected]
 
 
 class GroupWriter:
-    def __init__(self, raw: RawLog, max_group: int = MAX_GROUP) -> None:
+    """Acknowledges an add after its turns and its receipt are committed to
+    LanceDB (two group commits). `JournaledWriter` is the faster twin: it
+    acknowledges after one fsync of a journal record."""
+
+    def __init__(self, raw: RawLog, receipts: Receipts, max_group: int = MAX_GROUP) -> None:
         self.raw = raw
+        self.receipts = receipts
         self._group: GroupCommit[list[TurnIn], tuple[int, int]] = GroupCommit(
             self._append, max_group
         )
@@ -50,6 +54,41 @@ class GroupWriter:
     def appends(self) -> int:
         """Group appends made (the benchmark reports it)."""
         return self._group.commits
+
+    def first_answer(self, user_id: str, key: str) -> dict[str, Any] | None:
+        stored = self.receipts.by_key(user_id, key)
+        return stored.answer if stored is not None else None
+
+    def pending_texts(self, turn_ids: Sequence[str]) -> dict[str, str]:
+        return {}  # nothing waits outside LanceDB
+
+    def settle(self, user_id: str | None = None) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def commit(self, draft: Draft) -> AddReceipt:
+        if draft.rejects:
+            self.raw.quarantine(draft.rejects)
+        accepted, duplicates = self.write(draft.turns)
+        receipt = AddReceipt(
+            accepted=accepted,
+            duplicates=duplicates,
+            rejected=[Rejection(index=r.line_no, reason=r.reason) for r in draft.rejects],
+            turn_ids=[t.turn_id for t in draft.turns],
+            ingest_id=draft.ingest_id,
+        )
+        self.receipts.insert_grouped(
+            self.receipts.row(
+                draft.user_id,
+                draft.ingest_id,
+                draft.idempotency,
+                receipt.turn_ids,
+                receipt.as_json(),
+            )
+        )
+        return receipt
 
     def write(self, turns: list[TurnIn]) -> tuple[int, int]:
         """(accepted, duplicates) of `turns`, once they are committed to raw."""
@@ -71,8 +110,20 @@ class GroupWriter:
         return out
 
 
-def accept(
-    writer: GroupWriter,
+class Writer(Protocol):
+    """How an add is acknowledged: `GroupWriter` or `JournaledWriter`."""
+
+    raw: RawLog
+
+    def first_answer(self, user_id: str, key: str) -> dict[str, Any] | None: ...
+    def pending_texts(self, turn_ids: Sequence[str]) -> dict[str, str]: ...
+    def commit(self, draft: Draft) -> AddReceipt: ...
+    def settle(self, user_id: str | None = None) -> None: ...
+    def close(self) -> None: ...
+
+
+def check(
+    writer: Writer,
     objs: Sequence[Any],
     *,
     user_id: str,
@@ -80,8 +131,9 @@ def accept(
     max_turn_chars: int,
     now: datetime | None = None,
     default_stream: str = "api",
-) -> Outcome:
-    """Check, append and quarantine one batch of generic records for `user_id`."""
+) -> tuple[list[TurnIn], list[Rejected]]:
+    """One batch of generic records for `user_id`: the turns to write and the
+    refusals (with their index and reason), in order."""
     _, items = parse_objects(
         objs,
         user_id=user_id,
@@ -90,23 +142,20 @@ def accept(
         default_stream=default_stream,
         max_turn_chars=max_turn_chars,
     )
-    turns, rejects = _one_text_per_id(writer.raw, user_id, list(objs), items)
-    out = Outcome(rejected=[(r.line_no, r.reason) for r in rejects])
-    out.accepted, out.duplicates = writer.write(turns)
-    out.turn_ids = [t.turn_id for t in turns]
-    if rejects:
-        writer.raw.quarantine(rejects)
-    return out
+    return _one_text_per_id(writer, user_id, list(objs), items)
 
 
 def _one_text_per_id(
-    raw: RawLog, user_id: str, objs: list[Any], items: list[TurnIn | Rejected]
+    writer: Writer, user_id: str, objs: list[Any], items: list[TurnIn | Rejected]
 ) -> tuple[list[TurnIn], list[Rejected]]:
     """The turns to write and the refusals, in order. A client id already used
-    for other text (earlier in the batch, or stored) is a conflict, refused
-    and quarantined, never counted as a duplicate of what it contradicts."""
+    for other text (earlier in the batch, pending, or stored) is a conflict,
+    refused and quarantined, never counted as a duplicate of what it contradicts."""
     named = [t.turn_id for t in items if isinstance(t, TurnIn) and t.native_id]
-    stored = {t.turn_id: t.text for t in raw.by_ids(user_id, named)} if named else {}
+    stored: dict[str, str] = {}
+    if named:
+        stored = {t.turn_id: t.text for t in writer.raw.by_ids(user_id, named)}
+        stored.update(writer.pending_texts(named))
     turns: list[TurnIn] = []
     rejects: list[Rejected] = []
     for i, item in enumerate(items):

@@ -13,6 +13,7 @@ never imports: a face that consolidates hands the service a `runner`
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +26,7 @@ from episodic.errors import ConfigError, NotFoundError
 from episodic.llm.base import LLMProvider
 from episodic.models import utc
 from episodic.retrieval import ScoreWeights
-from episodic.service.accept import GroupWriter, accept
+from episodic.service.accept import Draft, GroupWriter, Writer, check
 from episodic.service.capture import CaptureReport, capture_file
 from episodic.service.doctor import DoctorReport, run_doctor
 from episodic.service.drain import DrainReport, drain_spool
@@ -45,14 +46,14 @@ from episodic.service.views import (
     Hit,
     IngestStatus,
     ReflectionView,
-    Rejection,
     StreamStatus,
     UsageView,
 )
 from storage.frames import user_exists
+from storage.journal import journal_dir
 from storage.keys import SCOPES, ApiKey, ApiKeys
 from storage.offsets import Offsets
-from storage.receipts import Receipts
+from storage.receipts import Receipts, key_hash
 from storage.transfer import TransferReport, export_user, import_dir
 
 
@@ -72,7 +73,7 @@ class Memory(Closing):
     Slotted: a flow that is handed a Memory records it as `<Memory>`, never
     walks into its store."""
 
-    __slots__ = ("rt", "runner", "_writer", "_keys", "_receipts")
+    __slots__ = ("rt", "runner", "_journal", "_writer", "_writer_lock", "_keys", "_receipts")
 
     def __init__(
         self,
@@ -81,7 +82,12 @@ class Memory(Closing):
         embedder: Embedder | None = None,
         provider: LLMProvider | None = None,
         runner: ConsolidationRunner | None = None,
+        journal: bool = False,
     ) -> None:
+        """`journal`: acknowledge `add` once its record is fsynced in the
+        ingest journal (`episodic.service.journaled`) instead of once LanceDB
+        has committed it; for a long-lived server on a local store. Whatever
+        it is, a journal left by a writer that died is stored first."""
         if isinstance(settings, Runtime):
             self.rt = settings
             if provider is not None:
@@ -91,9 +97,16 @@ class Memory(Closing):
                 settings or load_settings(), embedder=embedder, provider=provider
             )
         self.runner = runner
-        self._writer: GroupWriter | None = None
         self._keys: ApiKeys | None = None
         self._receipts: Receipts | None = None
+        directory = journal_dir(self.rt.store.uri)
+        if directory is not None and directory.is_dir():
+            from episodic.service.journaled import recover
+
+            recover(directory, self.rt.raw, self.receipts)
+        self._journal = journal and directory is not None
+        self._writer: Writer | None = None
+        self._writer_lock = threading.Lock()  # two threads' first adds must share one
 
     @classmethod
     def at(cls, home: str | Path, **kw: Any) -> Memory:
@@ -105,15 +118,30 @@ class Memory(Closing):
         return self.rt.settings
 
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
         self.rt.recalls.flush()
 
     # ---- writes ------------------------------------------------------------
     @property
-    def writer(self) -> GroupWriter:
-        """The group commit that concurrent adds share (one per service)."""
-        if self._writer is None:
-            self._writer = GroupWriter(self.rt.raw)
-        return self._writer
+    def writer(self) -> Writer:
+        """What acknowledges adds (one per service, shared by concurrent adds)."""
+        with self._writer_lock:
+            if self._writer is None:
+                directory = journal_dir(self.rt.store.uri)
+                if self._journal and directory is not None:
+                    from episodic.service.journaled import JournaledWriter
+
+                    self._writer = JournaledWriter(self.rt.raw, self.receipts, directory)
+                else:
+                    self._writer = GroupWriter(self.rt.raw, self.receipts)
+            return self._writer
+
+    def settle(self, user_id: str | None = None) -> None:
+        """Wait until every acknowledged add of the user is in LanceDB (a no-op
+        without the journal); every read of raw calls it first."""
+        if self._writer is not None:
+            self._writer.settle(user_id)
 
     def add(
         self,
@@ -130,30 +158,27 @@ class Memory(Closing):
         about (`ingest_status`). A retry with the same `idempotency_key` gets
         the first receipt and writes nothing. Bad items are quarantined under
         `user_id` and listed with their index and reason."""
+        writer = self.writer
         if idempotency_key:
-            first = self.receipts.by_key(user_id, idempotency_key)
+            first = writer.first_answer(user_id, idempotency_key)
             if first is not None:
-                return AddReceipt.model_validate(first.answer)
-        out = accept(
-            self.writer,
+                return AddReceipt.model_validate(first)
+        turns, rejects = check(
+            writer,
             list(turns),
             user_id=user_id,
             source=source,
             max_turn_chars=self.settings.max_turn_chars,
             default_stream=stream_id,
         )
-        receipt = AddReceipt(
-            accepted=out.accepted,
-            duplicates=out.duplicates,
-            rejected=[Rejection(index=i, reason=r) for i, r in out.rejected],
-            turn_ids=out.turn_ids,
-            ingest_id=Receipts.new_id(user_id),
+        draft = Draft(
+            user_id=user_id,
+            ingest_id=Receipts.new_id(),
+            idempotency=key_hash(user_id, idempotency_key) if idempotency_key else "",
+            turns=turns,
+            rejects=rejects,
         )
-        assert receipt.ingest_id is not None
-        self.receipts.put(
-            user_id, receipt.ingest_id, idempotency_key, out.turn_ids, receipt.as_json()
-        )
-        return receipt
+        return writer.commit(draft)
 
     @property
     def receipts(self) -> Receipts:
@@ -163,6 +188,7 @@ class Memory(Closing):
 
     def ingest_status(self, user_id: str, ingest_id: str) -> IngestStatus:
         """What became of one write (`add`'s receipt): queued, consolidated or failed."""
+        self.settle(user_id)
         found = self.receipts.get(user_id, ingest_id)
         if found is None:
             raise NotFoundError("ingest", ingest_id, "not stored for this user")
@@ -234,6 +260,7 @@ class Memory(Closing):
             raise ConfigError(
                 "runner", "this Memory has no consolidation runner (episodic.Memory has one)"
             )
+        self.settle(user_id)
         return self.runner(self, user_id=user_id, flush=flush, shard=shard)
 
     # ---- reads -------------------------------------------------------------
@@ -269,6 +296,7 @@ class Memory(Closing):
             max_turns=max_turns,
             record=record,
         )
+        self.settle(user_id)
         return search_memory(self.rt, user_id, query, opts, now=now)
 
     def facts(
@@ -316,6 +344,7 @@ class Memory(Closing):
 
     def episode(self, user_id: str, episode_id: str) -> EpisodeDetail:
         """One episode with its turns (a unique prefix of its id will do)."""
+        self.settle(user_id)
         found = self.rt.episodes.by_ids(user_id, [episode_id]) if episode_id else []
         if not found:
             ids = [e.episode_id for e in self.rt.episodes.list(user_id)]
@@ -329,14 +358,17 @@ class Memory(Closing):
 
     def status(self, user_id: str | None = None) -> list[StreamStatus]:
         """Per stream: raw turns, watermark, lag, open episode, last run."""
+        self.settle(user_id)
         return stream_status(self.rt, user_id)
 
     def doctor(self, user_id: str | None = None, *, repair: bool = False) -> DoctorReport:
         """Check (and with `repair`, mend) the store's invariants."""
+        self.settle(user_id)
         return run_doctor(self.rt, user_id, repair=repair)
 
     # ---- transfer ----------------------------------------------------------
     def export(self, user_id: str, out: Path) -> TransferReport:
+        self.settle(user_id)
         return export_user(self.rt.store, user_id, out)
 
     def import_(self, src: Path) -> TransferReport:
@@ -362,6 +394,7 @@ class Memory(Closing):
         if len(asked) > 1:
             raise ValueError("forget one turn, episode or fact at a time (or the whole user)")
         rt = self.rt
+        self.settle(user_id)  # acknowledged turns are stored, and their journal gone, first
         rt.recalls.flush()  # queued recall writes land first: they would conflict later
         try:
             if not asked:

@@ -283,13 +283,15 @@ def _consolidated(out: dict[str, Any]) -> ConsolidateOut:
 def serve_api(host: str, port: int) -> None:
     """The process entry point: one Memory from the environment, consolidating
     through the `consolidate` deployment when PREFECT_API_URL is set, else in
-    this process; closed (its recall bookkeeping written) when the server stops."""
+    this process; closed (its journal stored, its recall bookkeeping written)
+    when the server stops."""
     import uvicorn
 
     from episodic.adapters.runners import run_deployment, run_flow
 
     runner = run_deployment if os.environ.get("PREFECT_API_URL") else run_flow
-    with Memory(runner=runner) as memory:
+    # the journal: a write is answered after one fsync, stored in LanceDB just after
+    with Memory(runner=runner, journal=True) as memory:
         delay = memory.settings.auto_consolidate_s
         pilot = Autopilot(memory, delay) if delay > 0 else None
         app = BodyLimit(create_app(memory, owns_memory=True, autopilot=pilot))

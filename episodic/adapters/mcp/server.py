@@ -111,7 +111,7 @@ def serve_mcp(user_id: str) -> None:
     (its recall bookkeeping written)."""
     from episodic.adapters.embedded import Memory as Embedded
 
-    with Embedded() as memory:
+    with Embedded(journal=True) as memory:
         delay = memory.settings.auto_consolidate_s
         pilot = Autopilot(memory, delay).start() if delay > 0 else None
         try:

@@ -1,0 +1,107 @@
+"""The kill phase of `episodic bench api`: clients post batches, each with an
+Idempotency-Key, while the API process is SIGKILLed and restarted on the
+same store; a client whose request fails retries the same batch with the
+same key until an API answers. Afterwards raw is read back: every answered
+turn must be stored once, and the answers' accepted counts must add up to
+what raw holds (a retry of a write that was journaled but never answered
+gets the first answer, not a second write)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+RETRY_S = 0.2  # between a client's retries while the API is down
+
+
+def kill_phase(
+    home: Path,
+    start: Any,
+    headers: dict[str, str],
+    *,
+    kills: int = 3,
+    clients: int = 4,
+    batches: int = 30,
+    batch: int = 100,
+) -> dict[str, Any]:
+    """`start(home) -> (proc, url)` starts an API on `home`; returns the counts."""
+    from storage.db import Store
+
+    proc, url = start(home)
+    state = {"url": url}
+    answers: list[dict[str, Any]] = []
+    failures = {"retries": 0}
+    lock = threading.Lock()
+
+    def client(c: int) -> None:
+        with httpx.Client(headers=headers, timeout=30) as h:
+            for n in range(batches):
+                body = {"turns": _turns(c, n, batch)}
+                key = {"Idempotency-Key": f"kill-{c}-{n}"}
+                while True:
+                    try:
+                        r = h.post(f"{state['url']}/v1/turns", json=body, headers=key)
+                        if r.status_code == 200:
+                            with lock:
+                                answers.append(r.json())
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    with lock:
+                        failures["retries"] += 1
+                    time.sleep(RETRY_S)
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    for t in threads:
+        t.start()
+    made = 0
+    try:
+        while made < kills and any(t.is_alive() for t in threads):
+            time.sleep(1.0 + made * 0.37)  # not in step with the clients' batches
+            os.killpg(proc.pid, signal.SIGKILL)  # the API and its children, mid-batch
+            proc.wait()
+            made += 1
+            proc, state["url"] = start(home)
+        for t in threads:
+            t.join()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+    tbl = Store(str(home / "lancedb")).table("raw_turns").to_arrow()
+    streams = tbl.column("stream_id").to_pylist()
+    ids = [
+        t
+        for t, s in zip(tbl.column("turn_id").to_pylist(), streams, strict=True)
+        if s.startswith("kill-")
+    ]
+    stored = set(ids)
+    answered = {t for a in answers for t in a["turn_ids"]}
+    return {
+        "kills": made,
+        "batches_answered": len(answers),
+        "client_retries": failures["retries"],
+        "accepted_reported": sum(a["accepted"] for a in answers),
+        "stored_turns": len(ids),
+        "lost": len(answered - stored),
+        "stored_twice": len(ids) - len(stored),
+        "accepted_minus_stored": sum(a["accepted"] for a in answers) - len(ids),
+    }
+
+
+def _turns(client: int, n: int, size: int) -> list[dict[str, Any]]:
+    t0 = 1_760_000_000 + client * 1_000_000 + n * size
+    return [
+        {
+            "stream_id": f"kill-{client}",
+            "role": "user" if i % 2 == 0 else "assistant",
+            "text": f"kill client {client} batch {n} turn {i}: restart drill",
+            "ts": t0 + i,
+        }
+        for i in range(size)
+    ]
