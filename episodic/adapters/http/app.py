@@ -283,17 +283,26 @@ def _consolidated(out: dict[str, Any]) -> ConsolidateOut:
 def serve_api(host: str, port: int) -> None:
     """The process entry point: one Memory from the environment, consolidating
     through the `consolidate` deployment when PREFECT_API_URL is set, else in
-    this process; closed (its journal stored, its recall bookkeeping written)
-    when the server stops."""
+    a child process of a lower CPU priority (`ChildRunner`), so that writes
+    are not answered behind a consolidation; closed (its journal stored, its
+    recall bookkeeping written) when the server stops."""
     import uvicorn
 
-    from episodic.adapters.runners import run_deployment, run_flow
+    from episodic.adapters.child_runner import ChildRunner
+    from episodic.adapters.runners import run_deployment
 
-    runner = run_deployment if os.environ.get("PREFECT_API_URL") else run_flow
+    child = None if os.environ.get("PREFECT_API_URL") else ChildRunner()
+    runner = run_deployment if child is None else child
     # the journal: a write is answered after one fsync, stored in LanceDB just after
-    with Memory(runner=runner, journal=True) as memory:
-        delay = memory.settings.auto_consolidate_s
-        pilot = Autopilot(memory, delay) if delay > 0 else None
-        app = BodyLimit(create_app(memory, owns_memory=True, autopilot=pilot))
-        # access log off: a URL could carry a key a client put in the wrong place
-        uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning", http=TimedH11)
+    try:
+        with Memory(runner=runner, journal=True) as memory:
+            delay = memory.settings.auto_consolidate_s
+            pilot = Autopilot(memory, delay) if delay > 0 else None
+            app = BodyLimit(create_app(memory, owns_memory=True, autopilot=pilot))
+            # access log off: a URL could carry a key a client put in the wrong place
+            uvicorn.run(
+                app, host=host, port=port, access_log=False, log_level="warning", http=TimedH11
+            )
+    finally:
+        if child is not None:
+            child.close()
