@@ -67,8 +67,17 @@ class Segment:
         for r in records:
             body = json.dumps(r, separators=(",", ":"), default=str).encode()
             buf += _FRAME.pack(len(body), zlib.crc32(body)) + body
-        os.write(self._fd, bytes(buf))
-        os.fsync(self._fd)
+        end = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(buf)
+            while view:  # a write may take part of the buffer; the rest or an error follows
+                view = view[os.write(self._fd, view) :]
+            os.fsync(self._fd)
+        except OSError:
+            # a partial frame would end the segment for its readers: records
+            # appended after it would be lost on replay, so cut it off
+            os.ftruncate(self._fd, end)
+            raise
         self.records += len(records)
 
     def seal(self) -> Path:

@@ -117,3 +117,42 @@ def test_killed_before_the_store_the_answered_turns_are_kept(tmp_path: Path) -> 
         assert memory.add("u", turns, idempotency_key="k1").as_json() == first
     memory.close()
     assert _segments(tmp_path) == []
+
+
+FULL_DISK = """
+import json, resource, signal, sys
+from pathlib import Path
+from storage import journal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+seg = journal.Segment(Path(sys.argv[1]))
+seg.append([{"n": 1}, {"n": 2}])
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (seg.path.stat().st_size + 20, hard))
+try:
+    seg.append([{"n": 3, "pad": "x" * 4096}])  # written in part, then refused
+    print("no error")
+except OSError:
+    pass
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+seg.append([{"n": 4}])
+print(json.dumps([r["n"] for r in journal.read(seg.path)]))
+"""
+
+
+def test_a_torn_frame_ends_a_segment_and_a_failed_write_leaves_none(tmp_path: Path) -> None:
+    from storage import journal
+
+    seg = journal.Segment(tmp_path)
+    seg.append([{"n": 1}, {"n": 2}])
+    with seg.path.open("ab") as f:  # what a crash in the middle of a write leaves
+        f.write(b'\x40\x00\x00\x00\x00\x00\x00\x00{"n": 3')
+    assert [r["n"] for r in journal.read(seg.path)] == [1, 2]
+    # a write the disk refuses halfway (a file size limit stands in for a full disk)
+    out = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, str(tmp_path / "full")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [1, 2, 4]  # the record after it is not lost
