@@ -122,7 +122,7 @@ def _consolidate_leased(
     rt = memory.rt
     polls = segment_streams(memory, user_id, streams, flush, n=len(streams)) if streams else []
     new_ids = [e for p in polls for e in p["episodes"]]
-    pending = [e.episode_id for e in rt.episodes.unscored(user_id)]
+    pending = rt.episodes.unscored_ids(user_id)  # ids only: the rows come per chunk
     ids = list(dict.fromkeys(new_ids + pending))
     # called, not submitted: a task submitted from this (pooled) task waits for a
     # free thread, and with every thread running a user's task none comes

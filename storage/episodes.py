@@ -17,6 +17,10 @@ from storage.codec import encode_column, from_row, to_row
 from storage.db import Store
 
 MAX_ROWS = 10_000_000
+# what a whole-history read leaves out: the centroid (384 floats, a Python
+# float each once decoded) and the fact plan (JSON with a vector per fact)
+# are most of a row, and reflection reads neither
+_HEAVY = ("centroid", "fact_plan")
 
 
 class Episodes:
@@ -62,14 +66,26 @@ class Episodes:
         *,
         where: Any = None,
         limit: int = MAX_ROWS,
+        columns: Sequence[str] | None = None,
     ) -> builtins.list[Episode]:
+        """The user's episodes (of one stream), by stream and first seq;
+        `columns`: only those are read, the others keep their defaults."""
         cond = filters.user(user_id) if stream_id is None else filters.stream(user_id, stream_id)
         if where is not None:
             cond = cond & where
-        rows = self.table.search().where(cond).limit(limit).to_list()
-        eps = [from_row(Episode, r) for r in rows]
+        q = self.table.search().where(cond)
+        if columns is not None:
+            q = q.select(list(columns))
+        eps = [from_row(Episode, r) for r in q.limit(limit).to_list()]
         eps.sort(key=lambda e: (e.stream_id, e.first_seq))
         return eps
+
+    def _keys(self, user_id: str, where: Any, columns: Sequence[str], limit: int) -> pa.Table:
+        """A few columns of the user's episodes matching `where`: a step that
+        goes through many episodes learns which ones from this, then reads
+        them whole a bounded window at a time."""
+        cond = filters.user(user_id) & where
+        return self.table.search().where(cond).select(list(columns)).limit(limit).to_arrow()
 
     def by_ids(self, user_id: str, ids: Iterable[str]) -> builtins.list[Episode]:
         rows = self.store.where_in("episodes", "episode_id", ids, user_id=user_id)
@@ -93,8 +109,28 @@ class Episodes:
     def unscored(self, user_id: str, limit: int = 10_000) -> builtins.list[Episode]:
         return self.list(user_id, where=filters.eq("salience_source", ""), limit=limit)
 
+    def unscored_ids(self, user_id: str, limit: int = 10_000) -> builtins.list[str]:
+        """The ids `unscored` would return, in its order, without the rows."""
+        cols = ("episode_id", "stream_id", "first_seq")
+        rows = self._keys(user_id, filters.eq("salience_source", ""), cols, limit).to_pylist()
+        rows.sort(key=lambda r: (r["stream_id"], r["first_seq"]))
+        return [str(r["episode_id"]) for r in rows]
+
     def facts_pending(self, user_id: str, limit: int = 10_000) -> builtins.list[Episode]:
         return self.list(user_id, where=_facts_to_merge(), limit=limit)
+
+    def facts_pending_ids(self, user_id: str, limit: int = 10_000) -> builtins.list[str]:
+        """The ids of `facts_pending` in event order (start, stream, first seq),
+        the order facts are merged in, without the rows."""
+        cols = ("episode_id", "started_at", "stream_id", "first_seq")
+        rows = self._keys(user_id, _facts_to_merge(), cols, limit).to_pylist()
+        rows.sort(key=lambda r: (r["started_at"], r["stream_id"], r["first_seq"]))
+        return [str(r["episode_id"]) for r in rows]
+
+    def in_order(self, user_id: str, ids: Sequence[str]) -> builtins.list[Episode]:
+        """The stored episodes among `ids`, whole, in the order of `ids`."""
+        found = {e.episode_id: e for e in self.by_ids(user_id, ids)}
+        return [found[i] for i in ids if i in found]
 
     def users_with_pending(self, user_id: str | None = None) -> builtins.list[str]:
         """Users with an episode still to score or to merge facts from (a run
@@ -115,11 +151,16 @@ class Episodes:
 
     def scored_since(self, user_id: str, after: datetime | None) -> builtins.list[Episode]:
         """The user's scored episodes closed after `after` (all when None),
-        filtered in the query: a poll must not read the user's whole history."""
+        filtered in the query: a poll must not read the user's whole history.
+        Without centroid and fact plan (left empty): on a first reflection
+        this is every episode of the user, and those two are most of a row."""
         cond = filters.ne("salience_source", "")
         if after is not None:
             cond = cond & filters.after("closed_at", after)
-        return self.list(user_id, where=cond)
+        return self.list(user_id, where=cond, columns=_BRIEF)
+
+
+_BRIEF = tuple(n for n in Episode.model_fields if n not in _HEAVY)
 
 
 def _facts_to_merge() -> Any:

@@ -199,12 +199,15 @@ def merge_pending(rt: Runtime, user_id: str, now: datetime | None = None) -> Fac
     # the thread lock serialises this process; the facts lease serialises
     # processes (a second merge then finds the episodes already done)
     with rt.lock_for(user_id), user_lease(rt.store.uri, user_id, scope="facts"):
-        pending = rt.episodes.facts_pending(user_id)
-        pending.sort(key=lambda e: (e.started_at, e.stream_id, e.first_seq))
+        # the ids in event order, then each window's rows: a whole history
+        # of rows (centroids, texts, plans) held through the merge grew with it
+        pending = rt.episodes.facts_pending_ids(user_id)
         done: dict[str, str] = {}
         try:
             for i in range(0, len(pending), FACT_WINDOW):
-                _merge_window(rt, user_id, pending[i : i + FACT_WINDOW], now, done, out)
+                window = rt.episodes.in_order(user_id, pending[i : i + FACT_WINDOW])
+                _merge_window(rt, user_id, window, now, done, out)
+                del window
                 release()  # the window's turns and facts, freed, back to the OS
         finally:
             # episodes finished before an error are really done: keep that

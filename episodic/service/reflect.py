@@ -66,9 +66,18 @@ def reflect_if_due(rt: Runtime, user_id: str, *, force: bool = False) -> dict[st
     eps, total = since_last(rt, user_id)
     if not eps or not (force or should_reflect(total, rt.settings.reflection_threshold)):
         del eps
-        release()  # the user's scored episodes, read whole, back to the OS
+        release()  # the user's scored episodes, back to the OS
         return ReflectionRun(due=False, pending_salience=total).as_dict()
-    run = reflect_user(rt, user_id, eps, total).as_dict()
+    # the evidence search loads the user's turns into the search's working
+    # set; a user nobody searched is not kept there after this reflection
+    # (a consolidation would otherwise hold every user it reflected: 20 users
+    # of 10,000 turns are hundreds of MB, docs/perf/notes.md)
+    searched = rt.working.holds(user_id)
+    try:
+        run = reflect_user(rt, user_id, eps, total).as_dict()
+    finally:
+        if not searched:
+            rt.working.drop(user_id)
     del eps
     release()
     return run

@@ -131,6 +131,10 @@ class WorkingSet:
             yield um
         self._evict(keep=user_id)
 
+    def holds(self, user_id: str) -> bool:
+        with self._lock:
+            return user_id in self._users
+
     def drop(self, user_id: str | None = None) -> None:
         """Forget what is held of a user (every user: None)."""
         with self._lock:
