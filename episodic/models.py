@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -81,7 +82,10 @@ class TurnIn(BaseModel):
             raise ValueError("text is empty or whitespace")
         return v
 
-    @property
+    # cached: a write reads it several times per turn (dedup, conflicts, the
+    # journal); the model is frozen, so only model_copy(update=...) could make
+    # it stale, and nothing copies a TurnIn that way
+    @cached_property
     def turn_id(self) -> str:
         """The idempotency key, scoped by user and stream and free of the file's path.
 
