@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from episodic.bench.api_kills import kill_phase
+from episodic.bench.api_kills import batch_of, kill_phase
 from episodic.bench.servers import ROOT, free_port, start, stop, wait_healthy
 
 API_STOP_S = 30.0  # SIGTERM, then SIGKILL after this long
@@ -61,19 +61,6 @@ def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
     return proc, url
 
 
-def _batch(client: int, n: int, size: int) -> list[dict[str, Any]]:
-    t0 = 1_750_000_000 + client * 1_000_000 + n * size
-    return [
-        {
-            "stream_id": f"client-{client}",
-            "role": "user" if i % 2 == 0 else "assistant",
-            "text": f"client {client} batch {n} turn {i}: deploy notes and a retry policy",
-            "ts": t0 + i,
-        }
-        for i in range(size)
-    ]
-
-
 def bench_api(
     turns: int = 24_000, clients: int = 8, batch: int = 100, seconds: float = 60.0, kills: int = 3
 ) -> dict[str, Any]:
@@ -97,7 +84,7 @@ def bench_api(
             for n in range(per_client):
                 if done.is_set():
                     return
-                body = {"turns": _batch(c, n, batch)}
+                body = {"turns": batch_of(c, n, batch)}
                 sends = 2 if n % 5 == 4 else 1
                 for _ in range(sends):
                     t = time.perf_counter()

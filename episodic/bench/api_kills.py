@@ -42,7 +42,7 @@ def kill_phase(
     def client(c: int) -> None:
         with httpx.Client(headers=headers, timeout=30) as h:
             for n in range(batches):
-                body = {"turns": _turns(c, n, batch)}
+                body = {"turns": batch_of(c, n, batch, stream="kill", t0=10_000_000)}
                 key = {"Idempotency-Key": f"kill-{c}-{n}"}
                 while True:
                     try:
@@ -94,14 +94,17 @@ def kill_phase(
     }
 
 
-def _turns(client: int, n: int, size: int) -> list[dict[str, Any]]:
-    t0 = 1_760_000_000 + client * 1_000_000 + n * size
+def batch_of(
+    client: int, n: int, size: int, *, stream: str = "client", t0: int = 0
+) -> list[dict[str, Any]]:
+    """Batch `n` of a bench client: `size` turns of its own stream, alternating roles."""
+    start = 1_750_000_000 + t0 + client * 1_000_000 + n * size
     return [
         {
-            "stream_id": f"kill-{client}",
+            "stream_id": f"{stream}-{client}",
             "role": "user" if i % 2 == 0 else "assistant",
-            "text": f"kill client {client} batch {n} turn {i}: restart drill",
-            "ts": t0 + i,
+            "text": f"{stream} {client} batch {n} turn {i}: deploy notes and a retry policy",
+            "ts": start + i,
         }
         for i in range(size)
     ]
