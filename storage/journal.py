@@ -42,12 +42,14 @@ def journal_dir(db_uri: str) -> Path | None:
 
 
 def _lock(segment: Path) -> FileLock:
-    return FileLock(
-        segment.with_name(segment.stem + ".lock"),
-        mode=0o600,
-        preserve_lock_file=False,
-        fallback_to_soft=False,
-    )
+    return FileLock(segment.with_name(segment.stem + ".lock"), mode=0o600, fallback_to_soft=False)
+
+
+def release(lock: FileLock) -> None:
+    """Release a segment's lock and remove its file. Safe once the segment is
+    dropped: whoever takes the lock next checks that the segment still exists."""
+    lock.release()
+    Path(lock.lock_file).unlink(missing_ok=True)
 
 
 class Segment:
@@ -89,7 +91,7 @@ class Segment:
         return sealed
 
     def release(self) -> None:
-        self._lock.release()
+        release(self._lock)
 
 
 def read(segment: Path) -> Iterator[dict[str, Any]]:
@@ -113,10 +115,23 @@ def drop(segment: Path) -> None:
 
 
 def orphans(directory: Path) -> Iterator[tuple[Path, FileLock]]:
-    """Segments whose owner is gone, each locked for the caller (release the
-    lock after `drop`); a segment another process holds is skipped."""
+    """Segments whose owner is gone, each locked for the caller (`release`
+    the lock after `drop`); a segment another process holds is skipped."""
     if not directory.is_dir():
         return
+    files = list(directory.iterdir())
+    segments = {p.stem for p in files if p.suffix in (OPEN, SEALED)}
+    for stray in (p for p in files if p.suffix == ".lock" and p.stem not in segments):
+        # a writer died between dropping its segment and releasing the lock
+        stray_lock = FileLock(stray, fallback_to_soft=False)
+        try:
+            stray_lock.acquire(blocking=False)
+        except Timeout:
+            continue  # a writer that is creating its segment right now
+        if not stray.with_suffix(OPEN).exists():  # not created meanwhile
+            release(stray_lock)
+        else:
+            stray_lock.release()
     for seg in sorted(p for p in directory.iterdir() if p.suffix in (OPEN, SEALED)):
         lock = _lock(seg)
         try:
@@ -124,7 +139,7 @@ def orphans(directory: Path) -> Iterator[tuple[Path, FileLock]]:
         except Timeout:
             continue  # its owner is alive
         if not seg.exists():  # replayed by another process meanwhile
-            lock.release()
+            release(lock)
             continue
         yield seg, lock
 

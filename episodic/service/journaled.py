@@ -102,7 +102,9 @@ def store(raw: RawLog, receipts: Receipts, entries: Sequence[Entry]) -> None:
 
 
 def recover(directory: Path, raw: RawLog, receipts: Receipts) -> int:
-    """Store the records of segments whose writer died; returns how many."""
+    """Store the records of segments whose writer died; returns how many. A
+    segment that cannot be stored now (the store refuses, a record does not
+    parse) is kept for the next opener and logged: opening must not fail."""
     n = 0
     for seg, lock in journal.orphans(directory):
         try:
@@ -110,8 +112,10 @@ def recover(directory: Path, raw: RawLog, receipts: Receipts) -> int:
             store(raw, receipts, entries)
             journal.drop(seg)
             n += len(entries)
+        except Exception:
+            log.exception("journal segment %s kept: storing it failed", seg.name)
         finally:
-            lock.release()
+            journal.release(lock)
     return n
 
 

@@ -117,6 +117,8 @@ def test_killed_before_the_store_the_answered_turns_are_kept(tmp_path: Path) -> 
         assert memory.add("u", turns, idempotency_key="k1").as_json() == first
     memory.close()
     assert _segments(tmp_path) == []
+    d = journal_dir(str(tmp_path / "lancedb"))
+    assert d is not None and not list(d.glob("*.lock"))  # no lock file left behind
 
 
 FULL_DISK = """
