@@ -169,7 +169,7 @@ def bench_api(
         ),
     }
     if killed is not None:
-        for name in ("lost", "stored_twice", "accepted_minus_stored"):
+        for name in ("lost", "stored_twice", "accepted_minus_stored", "batches_given_up"):
             res["targets"][f"kill_phase_{name}"] = target(float(abs(killed[name])), "<=", 0.0)
     report("api", res)
     return res

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 RETRY_S = 0.2  # between a client's retries while the API is down
+GIVE_UP_S = 300.0  # a batch no API answers for this long is counted and dropped
 
 
 def kill_phase(
@@ -36,7 +37,7 @@ def kill_phase(
     proc, url = start(home)
     state = {"url": url}
     answers: list[dict[str, Any]] = []
-    failures = {"retries": 0}
+    failures = {"retries": 0, "given_up": 0}
     lock = threading.Lock()
 
     def client(c: int) -> None:
@@ -44,6 +45,7 @@ def kill_phase(
             for n in range(batches):
                 body = {"turns": batch_of(c, n, batch, stream="kill", t0=10_000_000)}
                 key = {"Idempotency-Key": f"kill-{c}-{n}"}
+                deadline = time.monotonic() + GIVE_UP_S
                 while True:
                     try:
                         r = h.post(f"{state['url']}/v1/turns", json=body, headers=key)
@@ -55,6 +57,9 @@ def kill_phase(
                         pass
                     with lock:
                         failures["retries"] += 1
+                        if time.monotonic() > deadline:
+                            failures["given_up"] += 1
+                            return
                     time.sleep(RETRY_S)
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
@@ -86,6 +91,7 @@ def kill_phase(
         "kills": made,
         "batches_answered": len(answers),
         "client_retries": failures["retries"],
+        "batches_given_up": failures["given_up"],
         "accepted_reported": sum(a["accepted"] for a in answers),
         "stored_turns": len(ids),
         "lost": len(answered - stored),
