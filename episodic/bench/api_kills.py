@@ -67,8 +67,12 @@ def kill_phase(
         t.start()
     made = 0
     try:
+        total = clients * batches
         while made < kills and any(t.is_alive() for t in threads):
-            time.sleep(1.0 + made * 0.37)  # not in step with the clients' batches
+            # spread over the run: the next kill once its share of batches is answered
+            if len(answers) < (made + 1) * total // (kills + 1):
+                time.sleep(0.01)
+                continue
             os.killpg(proc.pid, signal.SIGKILL)  # the API and its children, mid-batch
             proc.wait()
             made += 1
