@@ -8,14 +8,22 @@ from 947 MB to 652 MB, and malloc's own count was 594 MB held for 225 MB in
 use. `release()` after each bounded step (a wave, a chunk, a fact window, a
 user) keeps what is held near what is used. It changes no result.
 
-Elsewhere than glibc (musl, macOS) there is no `malloc_trim` and only
-Arrow's pool is released."""
+`bound()` fixes glibc's mmap threshold: by default every freed large block
+raises it (up to 32 MB), so LanceDB's and Arrow's big scan and merge buffers
+soon come from the heaps instead of their own mappings, and the holes they
+leave there grow with the tables. With the threshold fixed, a buffer of
+`MMAP_THRESHOLD` or more is its own mapping, gone from RSS when freed.
+
+Elsewhere than glibc (musl, macOS) there is no `malloc_trim` or `mallopt`
+and only Arrow's pool is released."""
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import sys
+import threading
 from typing import Any
 
 import pyarrow as pa
@@ -31,10 +39,18 @@ def _libc() -> Any:
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
+    lib.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    lib.mallopt.restype = ctypes.c_int
     return lib
 
 
 _LIBC = _libc()
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+MMAP_THRESHOLD = 128 * 1024  # glibc's own starting value, kept: larger blocks are mapped
+# the operator's own choice wins (glibc reads these at start)
+_OWN = ("MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")
+_bound = threading.Lock()
+_done = False
 
 
 def release() -> None:
@@ -42,3 +58,16 @@ def release() -> None:
     pa.default_memory_pool().release_unused()
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
+
+
+def bound() -> bool:
+    """Fix the mmap threshold at `MMAP_THRESHOLD`, once per process (a store
+    opening calls it); False where there is no glibc or the environment sets
+    its own. Changes no result, only where large blocks come from."""
+    global _done
+    if _LIBC is None or any(k in os.environ for k in _OWN):
+        return False
+    with _bound:
+        if not _done:
+            _done = _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+        return _done

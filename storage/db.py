@@ -13,6 +13,7 @@ from lancedb.index import FTS, BTree
 
 from episodic.config import Settings, load_settings
 from storage import filters, schemas
+from storage.allocator import bound
 from storage.codec import to_table
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class Store:
     ) -> None:
         self.uri = uri
         self.dim = dim
+        bound()  # glibc's large blocks mapped, not kept in its heaps (storage/allocator.py)
         if "://" not in uri:
             Path(uri).mkdir(parents=True, exist_ok=True)
         # LanceDB's own defaults (6 GB of index cache, 1 GB of metadata) let a

@@ -23,8 +23,9 @@ from episodic.reflection import (
     should_reflect,
     validate_evidence,
 )
+from episodic.service.evidence import evidence_hits
 from episodic.service.runtime import Runtime
-from episodic.service.search import MemoryOptions, search_memory
+from episodic.service.search import MemoryOptions
 from storage.allocator import release
 
 MAX_SOURCES = 100
@@ -68,16 +69,7 @@ def reflect_if_due(rt: Runtime, user_id: str, *, force: bool = False) -> dict[st
         del eps
         release()  # the user's scored episodes, back to the OS
         return ReflectionRun(due=False, pending_salience=total).as_dict()
-    # the evidence search loads the user's turns into the search's working
-    # set; a user nobody searched is not kept there after this reflection
-    # (a consolidation would otherwise hold every user it reflected: 20 users
-    # of 10,000 turns are hundreds of MB, docs/perf/notes.md)
-    searched = rt.working.holds(user_id)
-    try:
-        run = reflect_user(rt, user_id, eps, total).as_dict()
-    finally:
-        if not searched:
-            rt.working.drop(user_id)
+    run = reflect_user(rt, user_id, eps, total).as_dict()
     del eps
     release()
     return run
@@ -103,14 +95,16 @@ def reflect_user(
     salience_of = {e.episode_id: float(e.salience) for e in eps}
     kind_of = {e.episode_id: "episode" for e in eps}
     made: dict[str, Reflection] = {}
-    for q in focal.questions:
-        # the evidence pool: the recent episodes plus what the shipped search
-        # brings back (a turn hit stands for its episode); the reflection's own
-        # retrieval is not a recall: it must not slow the decay
-        opts = MemoryOptions(k=10, kinds=("turns", "facts"), record=False)
+    # the evidence pool: the recent episodes plus what the shipped search
+    # brings back (a turn hit stands for its episode); the reflection's own
+    # retrieval is not a recall: it must not slow the decay. Every question
+    # is searched first, the user's working set loaded once (evidence.py)
+    opts = MemoryOptions(k=10, kinds=("turns", "facts"), record=False)
+    found = evidence_hits(rt, user_id, list(focal.questions), opts, now)
+    for q, hits in zip(focal.questions, found, strict=True):
         pool = list(sources)
         seen = {s.item_id for s in pool}
-        for h in search_memory(rt, user_id, q, opts, now=now):
+        for h in hits:
             item, kind = (h.episode_id, "episode") if h.kind == "turn" else (h.item_id, h.kind)
             if item and item not in seen and len(pool) < MAX_SOURCES:
                 importance = 10.0 * h.importance  # back on the 0-10 scale
