@@ -13,6 +13,8 @@ from pathlib import Path
 from episodic.errors import IngestError
 
 DATASETS = ("dialseg711", "tiage", "superdialseg")
+USER_ANCHORS = frozenset({"user"})
+PEER_ANCHORS = frozenset({"user", "assistant"})
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,16 @@ class Dialogue:
     utterances: tuple[str, ...]
     roles: tuple[str, ...]  # user | assistant
     masses: tuple[int, ...]  # reference segment lengths, summing to len(utterances)
+    # both speakers are people who lead the talk in turn (the detector's
+    # `peer_dialogue`), as TIAGE's PersonaChat peers are; DialSeg711 (a user and a
+    # task system) and SuperDialseg (a user and a support agent) are user-led. No
+    # loader sets it yet: docs/segmentation.md, "Peer dialogue"
+    peer: bool = False
+
+    @property
+    def anchors(self) -> frozenset[str]:
+        """The roles a soft cut may land before, as the detector reads this dialogue."""
+        return PEER_ANCHORS if self.peer else USER_ANCHORS
 
     @property
     def boundaries(self) -> frozenset[int]:

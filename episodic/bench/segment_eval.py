@@ -54,7 +54,11 @@ BAND_HITS = [0]  # judge-band decisions of every detect() call in this process
 
 
 def detect(d: Dialogue, vectors: np.ndarray, config: DetectorConfig) -> tuple[set[int], int]:
-    """Boundaries (utterance indices opening a segment) and detector nanoseconds."""
+    """Boundaries (utterance indices opening a segment) and detector nanoseconds.
+    A dialogue between peers (`Dialogue.peer`) is read as the detector's
+    `peer_dialogue`, as a stream's own setup would say."""
+    if d.peer and not config.peer_dialogue:
+        config = replace(config, peer_dialogue=True)
     det = Detector(config)
     starts: set[int] = set()
     turns = to_turns(d, vectors)

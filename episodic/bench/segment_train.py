@@ -23,13 +23,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from episodic.bench.datasets import Dialogue, load_dataset
+from episodic.bench.datasets import USER_ANCHORS, Dialogue, load_dataset
 from episodic.bench.metrics import boundaries_to_masses, pk, windowdiff
 from episodic.embed import Embedder
 from episodic.segment.combiner import CombinerParams, LinearModel, StreamNorm
@@ -65,6 +65,9 @@ class Design:
     fit: bool = True  # False: the score is the (single) feature itself, nothing regressed
     threshold: float | None = None  # a design threshold (chosen by LOCO); None: fitted
     rule: bool = False  # an ensemble: the previous semantic rule also cuts on its own
+    # with the rule: the adaptive member cuts only where the rule's distance is at
+    # least its threshold minus `gate` (where the rule is unsure); None: anywhere
+    gate: float | None = None
 
 
 SEM4 = ("dp_ema5", "s_next", "d_next_prev", "coh_prev")
@@ -143,18 +146,20 @@ def decide(
     roles: Sequence[str],
     thr: float,
     norm: StreamNorm | None = None,
+    anchors: frozenset[str] = USER_ANCHORS,
 ) -> set[int]:
-    """The detector's rule on one dialogue: soft cuts before user turns once the
-    episode holds MIN_TURNS, the size cap after MAX_TURNS. With `norm` (a fresh
-    history), each candidate is judged against the history before it and then
-    joins it, exactly as the detector does (same comparisons, same order)."""
+    """The detector's rule on one dialogue: soft cuts before turns of the `anchors`
+    roles (the user's; either speaker's in a peer dialogue) once the episode holds
+    MIN_TURNS, the size cap after MAX_TURNS. With `norm` (a fresh history), each
+    candidate is judged against the history before it and then joins it, exactly
+    as the detector does (same comparisons, same order)."""
     starts, last = set(), 0
     for t in range(1, len(logits)):
         if t - last >= MAX_TURNS:
             starts.add(t)
             last = t
             continue
-        if roles[t] != "user" or t - last < MIN_TURNS:
+        if roles[t] not in anchors or t - last < MIN_TURNS:
             continue
         s = float(logits[t])
         if norm is None:
@@ -168,8 +173,8 @@ def decide(
     return starts
 
 
-def model_decide(model: LinearModel, logits: np.ndarray, roles: Sequence[str]) -> set[int]:
-    return decide(logits, roles, model.threshold, model.norm())
+def model_decide(model: LinearModel, logits: np.ndarray, d: Dialogue) -> set[int]:
+    return decide(logits, d.roles, model.threshold, model.norm(), d.anchors)
 
 
 def mean_pk(dials: Sequence[Dialogue], cuts: Sequence[set[int]]) -> float:
@@ -260,7 +265,7 @@ def fit_model(tables: Sequence[Table], design: Design) -> LinearModel:
         for t, S in zip(tables, probs, strict=True):
             vals = np.concatenate(
                 [
-                    s[[i for i in range(1, len(s)) if d.roles[i] == "user"]]
+                    s[[i for i in range(1, len(s)) if d.roles[i] in d.anchors]]
                     for d, s in zip(t.dials, S, strict=True)
                 ]
             )
@@ -270,6 +275,8 @@ def fit_model(tables: Sequence[Table], design: Design) -> LinearModel:
         adapt = {"mode": "z", "m0": m0, "v0": v0, "n0": design.n0, "floor": design.floor}
         if design.rule:
             adapt["rule"] = True
+            if design.gate is not None:
+                adapt["gate"] = design.gate
         grid = Z_GRID
     if design.threshold is not None:
         return LinearModel(feats, mean, scale, coef, b, design.threshold, adapt)
@@ -282,7 +289,7 @@ def fit_model(tables: Sequence[Table], design: Design) -> LinearModel:
                     mean_pk(
                         t.dials,
                         [
-                            decide(s, d.roles, th, m.norm() if m else None)
+                            decide(s, d.roles, th, m.norm() if m else None, d.anchors)
                             for d, s in zip(t.dials, S, strict=True)
                         ],
                     )
@@ -296,7 +303,7 @@ def fit_model(tables: Sequence[Table], design: Design) -> LinearModel:
 
 
 def predict_cuts(model: LinearModel, t: Table) -> list[set[int]]:
-    return [model_decide(model, s, d.roles) for d, s in zip(t.dials, logits(model, t), strict=True)]
+    return [model_decide(model, s, d) for d, s in zip(t.dials, logits(model, t), strict=True)]
 
 
 def load_corpus(root: Path, name: str) -> list[Dialogue]:
@@ -338,12 +345,17 @@ def tables_in(
     return Table(list(dials), [feature_rows(p, d, v) for d, v in zip(dials, vecs, strict=True)])
 
 
-def rule_cuts(dials: Sequence[Dialogue], vecs: Sequence[np.ndarray]) -> list[set[int]]:
-    """The previous detector (the semantic rule, `combiner=False`), run for real."""
+def rule_cuts(
+    dials: Sequence[Dialogue], vecs: Sequence[np.ndarray], as_shipped: bool = False
+) -> list[set[int]]:
+    """The previous detector (the semantic rule, `combiner=False`), run for real;
+    `as_shipped`: anchored on user turns whatever the dialogue, as it shipped."""
     from episodic.bench.segment_eval import detect
     from episodic.segment.detector import DetectorConfig
 
     cfg = DetectorConfig(combiner=False)
+    if as_shipped:
+        dials = [replace(d, peer=False) for d in dials]
     return [detect(d, v, cfg)[0] for d, v in zip(dials, vecs, strict=True)]
 
 
@@ -382,6 +394,7 @@ def loco(
         space = make_space([v for c in train_on for v in vecs[c]])
         tabs = {c: tables_in(space, dials[c], vecs[c]) for c in {left, *train_on}}
         row: dict[str, Any] = {"fitted_on": list(train_on)}
+        peer = any(d.peer for d in dials[left])
         for name, design in designs.items():
             m = fit_model([tabs[c] for c in train_on], design)
             if design.rule:  # the rule member follows the detector's own cuts: run it
@@ -389,8 +402,15 @@ def loco(
             else:
                 cuts = predict_cuts(m, tabs[left])
             row[name] = score_cuts(dials[left], cuts) | {"threshold": m.threshold}
+            if peer and name == SHIPPED:  # the same model, anchored on user turns only
+                user_led = [replace(d, peer=False) for d in dials[left]]
+                cuts = detector_cuts(space, m, user_led, vecs[left])
+                row[f"{name}_user_anchored"] = score_cuts(dials[left], cuts)
         row["no_boundary"] = score_cuts(dials[left], [set() for _ in dials[left]])
         row["semantic_rule"] = score_cuts(dials[left], rule_cuts(dials[left], vecs[left]))
+        if any(d.peer for d in dials[left]):  # the rule as it shipped: user turns only
+            cuts = rule_cuts(dials[left], vecs[left], as_shipped=True)
+            row["semantic_rule_user_anchored"] = score_cuts(dials[left], cuts)
         out[left] = row
     return out
 

@@ -45,6 +45,10 @@ class DetectorConfig:
     cut_threshold: float = 0.6
     doubt_threshold: float = 0.5  # [doubt, cut): ask the judge, or split without one
     user_anchored: bool = True
+    # both sides of the stream are people (a chat between two humans, as in LoCoMo,
+    # REALTALK, TIAGE): either speaker can change the topic, so a soft cut may also
+    # land before an assistant-role turn. An agent's stream keeps it off (default)
+    peer_dialogue: bool = False
     min_turns: int = 2  # soft cuts only once the episode holds this many turns
     # the calibrated combiner (combiner.py, docs/segmentation.md): when on, its
     # probability alone makes the soft decision, against its own threshold. It

@@ -97,6 +97,13 @@ class Detector:
         self._feat = None
         self._norm: StreamNorm | None = None  # the stream's score history (adaptive models)
         self._with_rule = False  # the model is an ensemble with the semantic rule
+        # the ensemble's adaptive member cuts only where the rule's distance is within
+        # this much of the rule's threshold (None: anywhere)
+        self._gate: float | None = None
+        # roles a soft cut may land before (None: any turn)
+        self._anchors: frozenset[str] | None = None
+        if c.user_anchored:
+            self._anchors = frozenset(("user", "assistant") if c.peer_dialogue else ("user",))
         if c.combiner and c.decision_delay == 1:
             self._params = packaged(c.combiner_path or None)
             if c.combiner_model != SEED_DUAL:
@@ -105,7 +112,10 @@ class Detector:
                 self._model = self._params.models[c.combiner_model]
                 if c.combiner_threshold == 0:  # a set threshold is a fixed probability
                     self._norm = self._model.norm()
-                self._with_rule = bool((self._model.adapt or {}).get("rule", False))
+                adapt = self._model.adapt or {}
+                self._with_rule = bool(adapt.get("rule", False))
+                if "gate" in adapt:
+                    self._gate = float(adapt["gate"])
             reads = None if self._model is None else self._model.features
             self._feat = self._params.features(reads)
         self._row: tuple[int, dict[str, float]] | None = None  # this update's row, by seq
@@ -178,7 +188,7 @@ class Detector:
             self._surprisal.update(self._cp.log_evidence)
         sur = self._surprisal.score
         closed = self._resolve(turn, x) if self._pending is not None else []
-        if feat is not None and self.config.user_anchored and turn.role != "user":
+        if feat is not None and self._anchors is not None and turn.role not in self._anchors:
             # the combiner decides, and never before this turn: the rule's distance
             # would only be recorded, so it is not computed (it reads 0)
             sem = self._semantic.score_distance(0.0)
@@ -267,7 +277,11 @@ class Detector:
         if self._feat is not None:
             ev, parts = self._combine(p.turn.seq)
             scores = p.scores | {"semantic_shift": sem, "combined": ev} | parts
-            reason, score, sub, summary = self._soft_combiner(p.turn, ev, scores)
+            if self._gate is not None and d < self._semantic.threshold - self._gate:
+                # the rule is sure there is no shift: the adaptive member keeps quiet
+                reason, score, sub, summary = "", 0.0, False, None
+            else:
+                reason, score, sub, summary = self._soft_combiner(p.turn, ev, scores)
             if not reason and self._with_rule and d >= self._semantic.threshold:
                 # the ensemble's other member: the previous semantic rule, at its own
                 # firing point (centred distance of the turn and its reply to the
@@ -304,7 +318,7 @@ class Detector:
         c = self.config
         if self._structural.veto or len(self._open) < c.min_turns:
             return "", 0.0, False, None
-        if c.user_anchored and turn.role != "user":
+        if self._anchors is not None and turn.role not in self._anchors:
             return "", 0.0, False, None
         if c.decision_delay:
             return HOLD, 0.0, False, None

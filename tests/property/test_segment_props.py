@@ -167,12 +167,16 @@ def judge(req: JudgeRequest) -> JudgeAnswer:
     cuts=st.lists(st.integers(0, 60), max_size=6),
     with_judge=st.booleans(),
     delay=st.sampled_from([0, 1]),
+    anchor=st.sampled_from(["any", "user", "peer"]),
 )
 def test_one_pass_equals_chunks_with_checkpoint_restore(
-    turns: list[SegTurn], cuts: list[int], with_judge: bool, delay: int
+    turns: list[SegTurn], cuts: list[int], with_judge: bool, delay: int, anchor: str
 ) -> None:
     j = judge if with_judge else None
-    config = replace(CONFIG, decision_delay=delay)
+    # any turn; user turns only (an agent's stream); either speaker's (a peer dialogue)
+    config = replace(
+        CONFIG, decision_delay=delay, user_anchored=anchor != "any", peer_dialogue=anchor == "peer"
+    )
     whole = Detector(config, j)
     expected = [seg for t in turns for seg in whole.update(t)]
     bounds = sorted({0, len(turns), *(c for c in cuts if c < len(turns))})

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from episodic.segment import Detector, DetectorConfig, SegTurn
-from episodic.segment.combiner import CombinerParams, StreamNorm, packaged
+from episodic.segment.combiner import CombinerParams, LinearModel, StreamNorm, packaged
 from episodic.segment.features import NAMES, BoundaryFeatures
 from episodic.segment.nig import NigBocpd
 
@@ -273,3 +273,27 @@ def test_the_one_feature_row_equals_the_full_rows_value() -> None:
     )  # the full row, on the same (no BOCPD, no lexical) stream
     got = cuts(fast)
     assert len(got) >= 4 and got == cuts(slow)
+
+
+def test_a_gate_of_zero_leaves_the_ensemble_to_the_rule(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The adaptive member cuts only where the rule's distance is within `gate` of
+    its threshold: at 0 it may add nothing, so the ensemble cuts as the rule does;
+    with a wide gate it adds cuts of its own."""
+    p = packaged()
+    m = p.models["stream"]
+
+    def with_gate(gate: float) -> Detector:
+        adapt = dict(m.adapt or {}) | {"gate": gate}
+        model = LinearModel(m.features, m.mean, m.scale, m.coef, m.intercept, 0.0, adapt)
+        q = CombinerParams(p.version, p.mean, p.comps, p.boc_scale, p.hyper, {"g": model}, {})
+        path = tmp_path / f"g{gate}.npz"
+        q.save(path)
+        return Detector(DetectorConfig(combiner_path=str(path), combiner_model="g"))
+
+    def cuts(det: Detector) -> list[tuple[int, ...]]:
+        turns = topic_stream(8, 7)
+        return [s.seqs for t in turns for s in det.update(t)] + [s.seqs for s in det.flush()]
+
+    rule = cuts(Detector(DetectorConfig(combiner=False)))
+    assert cuts(with_gate(0.0)) == rule
+    assert len(cuts(with_gate(2.0))) > len(rule)  # z >= 0 alone cuts more often

@@ -308,3 +308,19 @@ def test_state_arrays_are_exact_and_list_form_still_reads() -> None:
         array_from_json(packed, (16, 3))
     with pytest.raises(ValueError):
         array_from_json({**packed, "shape": [4, 16]})
+
+
+def test_a_peer_dialogue_cuts_before_either_speakers_turn() -> None:
+    # the shift opens on the second speaker's turn: user-anchored, it is absorbed
+    # into the episode's mean before the next user turn and no cut comes
+    assert [s.reason for s in segment_stream(topics(12, 5))] == ["flush"]
+    peer = segment_stream(topics(12, 5), DetectorConfig(peer_dialogue=True))
+    assert [s.seqs for s in peer] == [tuple(range(5)), tuple(range(5, 12))]
+    assert peer[0].reason == "semantic_shift"
+
+
+def test_a_peer_dialogue_never_cuts_before_a_tool_turn() -> None:
+    turns = topics(12, 5)
+    turns[5] = t(5, "tool", kind="tool-result", v=B)
+    segs = segment_stream(turns, DetectorConfig(peer_dialogue=True))
+    assert all(s.seqs[0] != 5 for s in segs)
