@@ -36,6 +36,20 @@ DEFAULT_CACHE_MB: int = Settings.model_fields["lance_cache_mb"].default  # EPISO
 FTS_COLUMNS: dict[str, str] = {"episodes": "text", "facts": "text", "reflections": "text"}
 
 
+# the connection's metadata cache, at most: it keeps the manifests of the
+# versions read, and a consolidation commits thousands and reads only the
+# newest; under a quarter of 512 MB it filled to 120 MB at 200k turns
+# (docs/perf/notes.md, memory). The indexes keep their three quarters.
+METADATA_CACHE_MB = 32
+
+
+def connection_cache(cache_mb: int) -> tuple[int, int]:
+    """(index, metadata) cache bytes of the connection's session, together
+    at most `cache_mb` (EPISODIC_LANCE_CACHE_MB) MiB."""
+    mib = 1024 * 1024
+    return cache_mb * mib * 3 // 4, min(cache_mb * mib // 4, METADATA_CACHE_MB * mib)
+
+
 class Store:
     """Opens tables lazily; every repository takes a Store."""
 
@@ -54,10 +68,10 @@ class Store:
         # LanceDB's own defaults (6 GB of index cache, 1 GB of metadata) let a
         # long consolidation grow past 3 GB: every commit adds a version whose
         # metadata is cached. A bounded session keeps the process flat.
-        mib = 1024 * 1024
+        self.cache_bytes = connection_cache(cache_mb)
         session = lancedb.Session(
-            index_cache_size_bytes=cache_mb * mib * 3 // 4,
-            metadata_cache_size_bytes=cache_mb * mib // 4,
+            index_cache_size_bytes=self.cache_bytes[0],
+            metadata_cache_size_bytes=self.cache_bytes[1],
         )
         # timedelta(0): every read sees other processes' committed writes (on
         # object storage that is one listing of _versions/ per read).
