@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import lance
 import numpy as np
@@ -109,25 +109,35 @@ class Bm25:
         for terms in docs:
             self.add(terms)
 
-    def scores(self, query: Sequence[str]) -> np.ndarray:
-        """Every document's BM25 score for the query terms (0 where none occurs)."""
+    def idf(self, term: str) -> float:
+        """The term's inverse document frequency (0 for a term no document holds)."""
+        i = self._term.get(term)
+        if i is None:
+            return 0.0
+        n, df = len(self._lengths), len(self._docs[i])
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def scores(self, query: Sequence[str] | Mapping[str, float]) -> np.ndarray:
+        """Every document's BM25 score for the query terms (0 where none occurs);
+        a mapping weighs each term (an expanded query's added terms)."""
         n = len(self._lengths)
         out = np.zeros(n, dtype=np.float64)
         if not n or not self._total:
             return out
+        weights = query if isinstance(query, Mapping) else dict.fromkeys(query, 1.0)
         lengths = np.frombuffer(self._lengths, dtype=np.int32)
         norm = K1 * (1.0 - B + B * lengths / (self._total / n))
-        for t in set(query):
+        for t, w in weights.items():
             i = self._term.get(t)
-            if i is None:
+            if i is None or w <= 0.0:
                 continue
             docs = np.frombuffer(self._docs[i], dtype=np.int32)
             tf = np.frombuffer(self._tfs[i], dtype=np.int32).astype(np.float64)
             idf = math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
-            out[docs] += idf * tf * (K1 + 1.0) / (tf + norm[docs])
+            out[docs] += w * idf * tf * (K1 + 1.0) / (tf + norm[docs])
         return out
 
-    def top(self, query: Sequence[str], k: int) -> list[tuple[int, float]]:
+    def top(self, query: Sequence[str] | Mapping[str, float], k: int) -> list[tuple[int, float]]:
         """The `k` best documents holding a query term, best first (ties: lower number)."""
         s = self.scores(query)
         hit = np.flatnonzero(s > 0.0)

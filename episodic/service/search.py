@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from episodic import expansion
 from episodic.lexical import tokens
 from episodic.models import now_utc
 from episodic.retrieval import (
@@ -95,7 +96,7 @@ def _turn_candidates(um: UserMemory, query: str, qvec: np.ndarray, n: int) -> li
     """BM25 top-n and cosine top-n of the user's turns, fused by the one RRF;
     each with its episode (the importance is the episode's salience)."""
     ts = um.turns
-    lexical = ts.bm25.top(tokens(query), n) if query.strip() else []
+    lexical = _lexical(ts, tokens(query), n) if query.strip() else []
     near = [(ts.turn_of_vector(i), c) for i, c in ts.dense.top(qvec, n)] if len(ts.dense) else []
     text_ids = [ts.rows[p].turn_id for p, _ in lexical]
     dense_ids = [ts.rows[p].turn_id for p, _ in near]
@@ -115,6 +116,18 @@ def _turn_candidates(um: UserMemory, query: str, qvec: np.ndarray, n: int) -> li
         m = Match(tid, score, t_rank.get(tid, 0), d_rank.get(tid, 0), cos.get(tid), r)
         out.append(("turns", m, r, float(ep["salience"] or 0) if ep else 0.0))
     return out
+
+
+def _lexical(ts: TurnSet, terms: list[str], n: int) -> list[tuple[int, float]]:
+    """BM25 top-n, the query expanded by the first pass's best documents
+    (`episodic.expansion`; their own lines, not the turns before them)."""
+    if expansion.FEEDBACK_DOCS <= 0:
+        return ts.bm25.top(terms, n)
+    first = ts.bm25.top(terms, expansion.FEEDBACK_DOCS)
+    if not first:
+        return []
+    feedback = [(tokens(ts.line(p)), s) for p, s in first]
+    return ts.bm25.top(expansion.expanded(terms, feedback, ts.bm25.idf), n)
 
 
 def _row_candidates(items: ItemSet, kind: str, query: str, qvec: np.ndarray, n: int) -> list[_Raw]:

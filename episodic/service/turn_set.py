@@ -111,10 +111,15 @@ class TurnSet:
             self._captions[at] = cap
         self._pos[row.turn_id] = at
         self._at[(row.stream_id, row.seq)] = at
-        before = doc_before(row.speaker, self._earlier(row))
-        self.bm25.add(tokens(turn_doc(self.line(at), before, days_of(row.text, ts))))
+        self.bm25.add(tokens(self.doc(at)))
         if self.newest is None or ts > self.newest:
             self.newest = ts
+
+    def doc(self, at: int) -> str:
+        """The turn's search document (`retrieval.turn_doc`)."""
+        row = self.rows[at]
+        before = doc_before(row.speaker, self._earlier(row))
+        return turn_doc(self.line(at), before, days_of(row.text, row.event_ts))
 
     def _earlier(self, row: TurnRow) -> list[tuple[str, str]]:
         """The turns just before `row` in its stream, nearest first, while
