@@ -61,13 +61,24 @@ class Entry:
         )
 
 
+_TURN_FIELDS = tuple(TurnIn.model_fields)
+
+
+def _turn_json(t: TurnIn) -> dict[str, Any]:
+    """What `TurnIn.model_validate` reads back; a tenth of model_dump's cost,
+    which was the largest part of an answer's CPU."""
+    out = {k: getattr(t, k) for k in _TURN_FIELDS}
+    out["event_ts"] = t.event_ts.isoformat()
+    return out
+
+
 def _record(d: Draft, fresh: list[TurnIn], answer: dict[str, Any]) -> dict[str, Any]:
     return {
         "user_id": d.user_id,
         "ingest_id": d.ingest_id,
         "idempotency": d.idempotency,
         "at": now_utc().isoformat(),
-        "turns": [t.model_dump(mode="json") for t in fresh],
+        "turns": [_turn_json(t) for t in fresh],
         "rejects": [
             {**r.model_dump(mode="json", exclude={"raw"}), "raw": base64.b64encode(r.raw).decode()}
             for r in d.rejects
