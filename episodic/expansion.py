@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 FEEDBACK_DOCS = 10  # first-pass documents read for their terms
-ADDED_TERMS = 10  # terms added to the query
+ADDED_TERMS = 20  # terms added to the query (10: RT .737, 30: .737; 20: .741)
 ADDED_WEIGHT = 0.3  # the best added term's weight; a query term weighs 1
 MIN_DOCS = 2  # a term must be in this many feedback documents (one turn's word is noise)
 
