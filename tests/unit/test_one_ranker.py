@@ -16,7 +16,7 @@ RANKERS = {FUSION, ("storage/search.py", "fuse")}
 # every place a query is ranked for someone: it must go through the shipped search
 SHIPPED = {"search_memory", "search"}
 CALLERS = (
-    "episodic/service/reflect.py",
+    "episodic/service/evidence.py",  # reflection's evidence search
     "episodic/adapters/cli/demo.py",
     "episodic/adapters/cli/main.py",
     "episodic/adapters/http/app.py",
