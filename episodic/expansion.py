@@ -13,6 +13,9 @@ FEEDBACK_DOCS = 10  # first-pass documents read for their terms
 ADDED_TERMS = 20  # terms added to the query (10: RT .737, 30: .737; 20: .741)
 ADDED_WEIGHT = 0.3  # the best added term's weight; a query term weighs 1
 MIN_DOCS = 2  # a term must be in this many feedback documents (one turn's word is noise)
+# feedback must be a small part of the collection: in a store of a few dozen
+# turns the "best documents" are most of it, and their words are every topic's
+MIN_COLLECTION = 10 * FEEDBACK_DOCS
 
 
 def expanded(

@@ -121,7 +121,7 @@ def _turn_candidates(um: UserMemory, query: str, qvec: np.ndarray, n: int) -> li
 def _lexical(ts: TurnSet, terms: list[str], n: int) -> list[tuple[int, float]]:
     """BM25 top-n, the query expanded by the first pass's best documents
     (`episodic.expansion`; their own lines, not the turns before them)."""
-    if expansion.FEEDBACK_DOCS <= 0:
+    if expansion.FEEDBACK_DOCS <= 0 or len(ts.bm25) < expansion.MIN_COLLECTION:
         return ts.bm25.top(terms, n)
     first = ts.bm25.top(terms, expansion.FEEDBACK_DOCS)
     if not first:

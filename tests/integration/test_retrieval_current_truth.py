@@ -11,7 +11,7 @@ from pathlib import Path
 
 from episodic.bench.current_truth import run_current_truth
 
-SLICE = ("city", "employer", "pet", "image_size")
+SLICE = ("city", "employer", "pet", "image_size", "car")
 
 
 def test_the_current_value_comes_first(tmp_path: Path) -> None:
