@@ -235,9 +235,10 @@ def test_serve_api_builds_one_memory_with_its_runner(
 ) -> None:
     import uvicorn
 
+    from episodic.adapters.child_runner import ChildRunner
     from episodic.adapters.http.app import serve_api
     from episodic.adapters.http.limits import BodyLimit
-    from episodic.adapters.runners import run_deployment, run_flow
+    from episodic.adapters.runners import run_deployment
 
     monkeypatch.setenv("EPISODIC_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("EPISODIC_LLM", "offline")
@@ -251,7 +252,10 @@ def test_serve_api_builds_one_memory_with_its_runner(
     [(app, kw)] = served
     assert isinstance(app, BodyLimit)
     memory = cast(FastAPI, app.app).state.memory
-    assert memory.runner is (run_deployment if prefect_api else run_flow)
+    if prefect_api:
+        assert memory.runner is run_deployment
+    else:  # consolidations in a child process of lower priority, never in the server's
+        assert isinstance(memory.runner, ChildRunner)
     assert memory.settings.home == tmp_path / "home"
     assert kw["host"] == "127.0.0.1" and kw["port"] == 8799 and kw["access_log"] is False
 
