@@ -240,7 +240,11 @@ class JournaledWriter:
                 segment, entries = self._segment, self._entries
                 self._segment, self._entries = None, []
             assert segment is not None
-            sealed = segment.seal()
+            try:
+                sealed = segment.seal()
+            except OSError:  # the records are on disk either way: store them, drop the file
+                log.exception("sealing journal segment %s failed", segment.path.name)
+                sealed = segment.path
             crashpoint("journal_before_store")  # answered, not stored
             while True:
                 try:
