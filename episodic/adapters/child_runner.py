@@ -40,7 +40,8 @@ class ChildRunner:
         self.nice = nice
         self._lock = threading.Lock()
         self._ids = itertools.count()
-        self._waiting: dict[int, Future[dict[str, Any]]] = {}
+        # request number -> (the child's pipe it went to, its answer)
+        self._waiting: dict[int, tuple[Connection, Future[dict[str, Any]]]] = {}
         self._conn: Connection | None = None
         self._proc: Any = None
 
@@ -51,7 +52,7 @@ class ChildRunner:
         with self._lock:
             conn = self._running()
             n = next(self._ids)
-            self._waiting[n] = done
+            self._waiting[n] = (conn, done)
             conn.send((n, user_id, flush, shard))
         return done.result()
 
@@ -82,14 +83,15 @@ class ChildRunner:
         while True:
             try:
                 n, summary, error = conn.recv()
-            except (EOFError, OSError):  # the child is gone: fail whatever waits on it
-                with self._lock:
-                    waiting, self._waiting = self._waiting, {}
-                for f in waiting.values():
+            except (EOFError, OSError):  # the child is gone: fail what waits on it alone
+                with self._lock:  # (a restarted child's requests are not its)
+                    gone = [n for n, (c, _) in self._waiting.items() if c is conn]
+                    lost = [self._waiting.pop(n)[1] for n in gone]
+                for f in lost:
                     f.set_exception(ChildRunFailed("ChildExited", "the runner process exited"))
                 return
             with self._lock:
-                f = self._waiting.pop(n)
+                _, f = self._waiting.pop(n)
             if error is None:
                 f.set_result(summary)
             else:

@@ -37,6 +37,16 @@ class Draft:
     turns: list[TurnIn]
     rejects: list[Rejected]
 
+    def receipt(self, accepted: int, duplicates: int) -> AddReceipt:
+        """The answer, once its counts are known (whichever writer decides them)."""
+        return AddReceipt(
+            accepted=accepted,
+            duplicates=duplicates,
+            rejected=[Rejection(index=r.line_no, reason=r.reason) for r in self.rejects],
+            turn_ids=[t.turn_id for t in self.turns],
+            ingest_id=self.ingest_id,
+        )
+
 
 class GroupWriter:
     """Acknowledges an add after its turns and its receipt are committed to
@@ -49,11 +59,6 @@ class GroupWriter:
         self._group: GroupCommit[list[TurnIn], tuple[int, int]] = GroupCommit(
             self._append, max_group
         )
-
-    @property
-    def appends(self) -> int:
-        """Group appends made (the benchmark reports it)."""
-        return self._group.commits
 
     def first_answer(self, user_id: str, key: str) -> dict[str, Any] | None:
         stored = self.receipts.by_key(user_id, key)
@@ -71,14 +76,7 @@ class GroupWriter:
     def commit(self, draft: Draft) -> AddReceipt:
         if draft.rejects:
             self.raw.quarantine(draft.rejects)
-        accepted, duplicates = self.write(draft.turns)
-        receipt = AddReceipt(
-            accepted=accepted,
-            duplicates=duplicates,
-            rejected=[Rejection(index=r.line_no, reason=r.reason) for r in draft.rejects],
-            turn_ids=[t.turn_id for t in draft.turns],
-            ingest_id=draft.ingest_id,
-        )
+        receipt = draft.receipt(*self.write(draft.turns))
         self.receipts.insert_grouped(
             self.receipts.row(
                 draft.user_id,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from typing import Any
 from episodic.crashpoints import crashpoint
 from episodic.models import Rejected, TurnIn, now_utc
 from episodic.service.accept import Draft
-from episodic.service.views import AddReceipt, Rejection
+from episodic.service.views import AddReceipt
 from storage import journal
 from storage.codec import to_naive
 from storage.group import GroupCommit
@@ -145,12 +146,6 @@ class JournaledWriter:
         self._users: Counter[str] = Counter()  # user -> pending records
         self._thread: threading.Thread | None = None
         self._stopping = False
-        self.flushes = 0  # moves into LanceDB (benchmarks report it)
-
-    @property
-    def appends(self) -> int:
-        """Journal writes made (each one fsync)."""
-        return self._group.commits
 
     # ---- the acknowledging side -------------------------------------------
     def first_answer(self, user_id: str, key: str) -> dict[str, Any] | None:
@@ -183,13 +178,7 @@ class JournaledWriter:
                 if t.turn_id not in seen:
                     seen.add(t.turn_id)
                     fresh.append(t)
-            answer = AddReceipt(
-                accepted=len(fresh),
-                duplicates=len(d.turns) - len(fresh),
-                rejected=[Rejection(index=r.line_no, reason=r.reason) for r in d.rejects],
-                turn_ids=[t.turn_id for t in d.turns],
-                ingest_id=d.ingest_id,
-            ).as_json()
+            answer = d.receipt(len(fresh), len(d.turns) - len(fresh)).as_json()
             entries.append(Entry(_record(d, fresh, answer), fresh, d.rejects))
             answers.append(answer)
         with self._cv:
@@ -252,7 +241,7 @@ class JournaledWriter:
                     break
                 except Exception:  # storage down or full: keep the entries, try again
                     log.exception("moving %d journal records into LanceDB failed", len(entries))
-                    threading.Event().wait(RETRY_S)
+                    time.sleep(RETRY_S)
             journal.drop(sealed)
             segment.release()
             with self._cv:
@@ -265,5 +254,4 @@ class JournaledWriter:
                     self._users[user] -= 1
                     if not self._users[user]:
                         del self._users[user]
-                self.flushes += 1
                 self._cv.notify_all()
