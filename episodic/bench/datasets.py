@@ -25,8 +25,8 @@ class Dialogue:
     masses: tuple[int, ...]  # reference segment lengths, summing to len(utterances)
     # both speakers are people who lead the talk in turn (the detector's
     # `peer_dialogue`), as TIAGE's PersonaChat peers are; DialSeg711 (a user and a
-    # task system) and SuperDialseg (a user and a support agent) are user-led. No
-    # loader sets it yet: docs/segmentation.md, "Peer dialogue"
+    # task system) and SuperDialseg (a user and a support agent) are user-led:
+    # docs/segmentation.md, "Peer dialogue"
     peer: bool = False
 
     @property
@@ -79,7 +79,11 @@ def load_tiage(path: str | Path) -> list[Dialogue]:
             starts = [i for i, r in enumerate(rows) if str(r[1]) == "1"]
             out.append(
                 Dialogue(
-                    f"{f.stem}:{dial_id}", utts, _alternating(len(utts)), _masses(len(utts), starts)
+                    f"{f.stem}:{dial_id}",
+                    utts,
+                    _alternating(len(utts)),
+                    _masses(len(utts), starts),
+                    peer=True,  # two crowdworkers chatting: either may open a topic
                 )
             )
     return out

@@ -74,8 +74,16 @@ SEM4 = ("dp_ema5", "s_next", "d_next_prev", "coh_prev")
 MODELS: dict[str, Design] = {
     # shipped: the rule's own statistic (centred distance of the turn and its reply to
     # the decayed mean of the turns before, in the learned space), z-scored against
-    # the stream's past candidates; cut at z >= 1, or when the semantic rule fires
-    "stream": Design(("dp_ema5",), "z", 10.0, 0.05, fit=False, threshold=1.0, rule=True),
+    # the stream's past candidates; cut at z >= 1.25, or when the semantic rule fires
+    "stream": Design(("dp_ema5",), "z", 10.0, 0.05, fit=False, threshold=1.25, rule=True),
+    # not taken: the same, the adaptive member gated to where the rule is unsure
+    # (its distance within .05 of the rule's threshold); on a stream where the rule
+    # rarely fires (LoCoMo) it silences the member that adapts
+    "stream_gated": Design(
+        ("dp_ema5",), "z", 10.0, 0.05, fit=False, threshold=1.25, rule=True, gate=0.05
+    ),
+    # the previous shipped design: z >= 1
+    "stream_z1": Design(("dp_ema5",), "z", 10.0, 0.05, fit=False, threshold=1.0, rule=True),
     "stream_alone": Design(("dp_ema5",), "z", 10.0, 0.05, fit=False, threshold=0.5),
     "fitted_adaptive": Design(SEM4, "z", 3.0),
     "fitted_sem4": Design(SEM4),
