@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -143,6 +143,26 @@ def relevance(
     return min(1.0, max(0.0, rrf / top)) if top > 0 else 0.0
 
 
+# a turn's relevance is half its own and half the mean relevance of the turns
+# within this many seqs either side (the passage it sits in; turns that are not
+# candidates count 0): evidence comes in passages, and an answer worded unlike
+# the question sits among turns worded like it (REALTALK dev5 .755 -> .770,
+# LoCoMo dev5 .908 -> .913 within 50 turns, in-sample; flat from 4 to 6)
+PASSAGE_TURNS = 5
+# ... in a store of at least this many turns: in a few dozen, a passage is a
+# large part of the store, and the turns near the best hit outrank the answer
+# (current truth: "Charging at home is so convenient." over the Tesla turn)
+PASSAGE_MIN_TURNS = 100
+
+
+def passage_relevance(own: float, around: Sequence[float], n: int = PASSAGE_TURNS) -> float:
+    """Half `own`, half the mean of `around` (the relevance of the candidate
+    turns among the 2n around a turn) over all 2n: still on [0, 1]."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    return 0.5 * own + 0.5 * sum(around) / (2 * n)
+
+
 class ScoreWeights(BaseModel):
     """score = relevance + recency_weight * recency + importance_weight * importance,
     every component in [0, 1] on a fixed scale. The defaults keep relevance first:
@@ -165,10 +185,19 @@ class Components:
 
 
 def fixed_score(
-    rrf: float, last_access: datetime, importance_0_10: float, now: datetime, w: ScoreWeights
+    rrf: float,
+    last_access: datetime,
+    importance_0_10: float,
+    now: datetime,
+    w: ScoreWeights,
+    around: Sequence[float] | None = None,
 ) -> Components:
-    """The fixed-scale score of one hit; importance is on the 0-10 salience scale."""
+    """The fixed-scale score of one hit; importance is on the 0-10 salience scale.
+    A turn's `around` (the RRF of the candidate turns within `PASSAGE_TURNS`
+    seqs) makes its relevance a `passage_relevance`."""
     rel = relevance(rrf)
+    if around is not None:
+        rel = passage_relevance(rel, [relevance(x) for x in around])
     rec = recency(last_access, now, w.half_life_hours)
     imp = min(1.0, max(0.0, float(importance_0_10) / 10.0))
     score = rel + w.recency_weight * rec + w.importance_weight * imp
@@ -245,6 +274,24 @@ def rarer_terms(query: str, texts: Sequence[str], share: float = SHARED_SHARE) -
     cut = share * len(texts)
     kept = [w for w in _WORD.findall(query.lower()) if df.get(_stem(w), 0) < cut]
     return " ".join(kept)
+
+
+def without_speakers(query: str, speakers: Collection[str]) -> str:
+    """The query as turns are searched: without the speakers' names ("What
+    games do Nicolas and Nebraas play?" -> "What games do and play?"). A
+    turn's vector embeds its text alone, so a name in the query draws the
+    turns that say it (greetings); in BM25 it matches every turn of that
+    speaker and the turns after them (REALTALK dev5 .741 -> .755, LoCoMo dev5
+    .904 -> .908 within 50 turns, in-sample). A query of names alone is kept."""
+    names = {w for s in speakers for w in _WORD.findall(s.lower())}
+    kept = [w for w in query.split() if _bare(w) not in names]
+    return " ".join(kept) if kept and len(kept) < len(query.split()) else query
+
+
+def _bare(word: str) -> str:
+    """A query word as a name: lower case, no possessive 's, letters and digits."""
+    w = re.sub(r"['\u2019]s\b", "", word.lower())
+    return "".join(_WORD.findall(w))
 
 
 def states_stale(line: str, stale: Sequence[tuple[str, str | None]]) -> bool:

@@ -18,12 +18,15 @@ from episodic.models import now_utc
 from episodic.retrieval import (
     CONTEXT_TURNS,
     ITEM_COSINE_FLOOR,
+    PASSAGE_MIN_TURNS,
+    PASSAGE_TURNS,
     STALE_PENALTY,
     Components,
     ScoreWeights,
     context_rows,
     fixed_score,
     states_stale,
+    without_speakers,
 )
 from episodic.service.item_set import ItemSet
 from episodic.service.runtime import Runtime
@@ -169,12 +172,14 @@ def _score_all(
     stale: Sequence[tuple[str, str | None]],
     at: datetime,
     w: ScoreWeights,
+    passages: bool = True,
 ) -> list[_Cand]:
     """Every candidate on the fixed scales, in the memory's own time `at`:
     - recency from event time (turn event_ts, fact valid_from, a reflection's
       newest evidence among the candidates; none found: 0);
     - a turn that states a superseded value loses `STALE_PENALTY`;
-    - a reflection never outranks its best-scored evidence among the candidates."""
+    - a reflection never outranks its best-scored evidence among the candidates;
+    - with `passages`, a turn's relevance is its `passage_relevance`."""
     times: dict[str, datetime] = {}  # episode or fact id -> newest event time
     for kind, h, r, _ in raw:
         t = _event_time(kind, r)
@@ -187,6 +192,8 @@ def _score_all(
             times[h.item_id] = t
             for ep in r.get("source_episode_ids") or []:
                 times[str(ep)] = max(times.get(str(ep), t), t)
+    # the turn candidates' RRF by place, for each one's passage relevance
+    rrf_at = {(r["stream_id"], int(r["seq"])): h.rrf for kind, h, r, _ in raw if kind == "turns"}
     out: list[_Cand] = []
     best: dict[str, float] = {}  # evidence id -> its best score
     reflections: list[tuple[_Raw, list[str]]] = []
@@ -198,7 +205,8 @@ def _score_all(
             reflections.append((item, ev))
             continue
         t = _event_time(kind, r)
-        comp = fixed_score(h.rrf, t or at, imp, at, w)
+        around = _around(rrf_at, r) if kind == "turns" and passages else None
+        comp = fixed_score(h.rrf, t or at, imp, at, w, around)
         if t is None:
             comp = _without_recency(comp, w)
         if kind == "turns" and stale and states_stale(str(r["line"]), stale):
@@ -221,6 +229,13 @@ def _score_all(
     return out
 
 
+def _around(rrf_at: dict[tuple[str, int], float], r: dict[str, Any]) -> list[float]:
+    """The RRF of the candidate turns within `PASSAGE_TURNS` seqs of turn `r`."""
+    stream, seq = r["stream_id"], int(r["seq"])
+    near = (rrf_at.get((stream, seq + d)) for d in range(-PASSAGE_TURNS, PASSAGE_TURNS + 1) if d)
+    return [x for x in near if x is not None]
+
+
 def _without_recency(c: Components, w: ScoreWeights) -> Components:
     return Components(
         c.relevance, 0.0, c.importance, round(c.score - w.recency_weight * c.recency, 6)
@@ -229,6 +244,14 @@ def _without_recency(c: Components, w: ScoreWeights) -> Components:
 
 def _penalised(c: Components, by: float) -> Components:
     return Components(c.relevance, c.recency, c.importance, round(c.score - by, 6))
+
+
+def _query_vectors(rt: Runtime, query: str, bare: str) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors of the query, for facts and reflections ("User has a dog"
+    names whom it is about), and of the query without the speakers' names
+    (`without_speakers`), for turns; one embed call."""
+    vecs = rt.embedder.embed([query] if bare == query else [query, bare]).astype(np.float32)
+    return vecs[0], vecs[-1]
 
 
 def search_memory(
@@ -242,18 +265,20 @@ def search_memory(
     """Hybrid hits on turns, facts and reflections in one fixed-scale ranking."""
     opts = opts or MemoryOptions()
     now = now or now_utc()
-    qvec = rt.embedder.embed([query])[0].astype(np.float32)
     with rt.working.user(user_id) as um:
+        bare = without_speakers(query, um.turns.speakers)
+        qvec, tvec = _query_vectors(rt, query, bare)
         raw: list[_Raw] = []
         if "turns" in opts.kinds:
-            raw += _turn_candidates(um, query, qvec, opts.pool)
+            raw += _turn_candidates(um, bare, tvec, opts.pool)
         for kind, items in (("facts", um.facts), ("reflections", um.reflections)):
             if kind in opts.kinds:
                 raw += _row_candidates(items, kind, query, qvec, opts.pool)
         # the memory's own time: its newest event, never later than the clock
         newest = um.turns.newest
         at = min(now, newest) if newest is not None else now
-        cands = _score_all(raw, stale_facts(um.facts), at, opts.weights)
+        passages = len(um.turns) >= PASSAGE_MIN_TURNS
+        cands = _score_all(raw, stale_facts(um.facts), at, opts.weights, passages)
         cands.sort(key=lambda c: (-c[0].score, c[2].item_id))
         out = _hits(um.turns, cands, opts)
     if opts.record and out:

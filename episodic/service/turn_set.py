@@ -70,6 +70,9 @@ class TurnSet:
         self._with_vector: set[int] = set()  # positions that have one
         self._pending: dict[str, np.ndarray] = {}  # vectors of turns not yet read
         self.newest: datetime | None = None
+        # the people who speak in the turns (a speaker named besides the role):
+        # names the query's vector for turns drops; "user" is a role, not a name
+        self.speakers: set[str] = set()
         self._text_bytes = 0
 
     def __len__(self) -> int:
@@ -110,6 +113,8 @@ class TurnSet:
         if isinstance(cap, str) and cap:
             self._captions[at] = cap
         self._pos[row.turn_id] = at
+        if row.speaker != str(r["role"]):
+            self.speakers.add(row.speaker)
         self._at[(row.stream_id, row.seq)] = at
         self.bm25.add(tokens(self.doc(at)))
         if self.newest is None or ts > self.newest:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from episodic.retrieval import (
+    PASSAGE_TURNS,
     RRF_K,
     W_DENSE,
     W_TEXT,
@@ -17,10 +18,12 @@ from episodic.retrieval import (
     days_of,
     doc_before,
     fixed_score,
+    passage_relevance,
     relevance,
     rrf_scores,
     turn_doc,
     turn_line,
+    without_speakers,
 )
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -107,3 +110,24 @@ def test_context_is_hit_first_and_stops_at_gaps() -> None:
     assert context_rows([1, 2, 3, 4], times, 1) == [1, 0, 2]
     assert context_rows([1, 2, 3, 4], times, 2) == [2, 1]  # 3 is five hours later
     assert context_rows([1, 2, 4, 5], times, 1) == [1, 0]  # seq 3 missing: a hole
+
+
+def test_passage_relevance_is_half_own_half_the_mean_around() -> None:
+    n = PASSAGE_TURNS
+    assert passage_relevance(1.0, []) == 0.5  # a lone hit
+    assert passage_relevance(1.0, [1.0] * (2 * n)) == 1.0  # still on [0, 1]
+    assert passage_relevance(0.2, [0.8] * n) > passage_relevance(0.4, [])
+    top = (W_TEXT + W_DENSE) / (RRF_K + 1)
+    c = fixed_score(top, T0, 0.0, T0, ScoreWeights(), around=[top] * n)
+    assert c.relevance == pytest.approx(0.75)
+    with pytest.raises(ValueError):
+        passage_relevance(1.0, [], n=0)
+
+
+def test_the_speakers_names_leave_the_query() -> None:
+    names = {"Nicolas", "Nebraas"}
+    q = "What games are Nebraas and Nicolas discussing?"
+    assert without_speakers(q, names) == "What games are and discussing?"
+    assert without_speakers("What is Nicolas’s dog called?", names) == "What is dog called?"
+    assert without_speakers("Nicolas?", names) == "Nicolas?"  # names alone: kept
+    assert without_speakers("what car does the user drive", set()) == "what car does the user drive"
