@@ -26,7 +26,10 @@ _PASSING_STATE = re.compile(
     r"also|still) )*(?:thrilled|excited|happy|glad|pleased|delighted|sad|upset|angry|mad|"
     r"annoyed|worried|nervous|anxious|stressed|tired|exhausted|busy|sick|ill|bored|proud|"
     r"disappointed|frustrated|furious|curious|confused|surprised|impressed|relieved|"
-    r"okay|ok|fine|late|away|out|back|here|there|online|offline|on (?:vacation|holiday|leave))\b",
+    r"okay|ok|fine|late|away|out|back|here|there|online|offline|on (?:vacation|holiday|leave)|"
+    # worn out, said of oneself or one's head ("my brain is fried")
+    r"fried|frazzled|overwhelmed|swamped|slammed|knackered|shattered|wrecked|drained|"
+    r"burn[et] out|mush|toast)\b",
     re.I,
 )
 

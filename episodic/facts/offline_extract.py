@@ -37,10 +37,13 @@ import re
 from collections.abc import Sequence
 
 from episodic.facts.correction import apply_correction, corrected_value
-from episodic.facts.offline_rules import PETS, RELATIONS, RULES, obj
+from episodic.facts.endings import PART_TOGETHER
+from episodic.facts.indirect import DWELLING
+from episodic.facts.offline_rules import PETS, RELATIONS, RULES
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import FactTurn
 from episodic.facts.when import RELATIVE_DATE, without_trailing_date
+from episodic.facts.wording import obj
 
 MAX_FACT_CHARS = 200
 
@@ -51,11 +54,34 @@ _SENTENCES = re.compile(
     r"(?<=[.!?;])\s+|\n+"
     r"|\s+[-\u2013\u2014]\s+"  # a dash between two clauses: "big news - I left teaching"
 )
+# a clause that opens with a past verb of a change in someone's life has dropped
+# its "I" ("cancelled my gym membership today", "moved to Glasgow last weekend");
+# only with the object such a change takes, so that a terse "stopped the server"
+# or "moved the file to src/" stays an action of the moment
+# (a verb of getting rid of something is never a command in the past: "sold
+# the Saab", "ditched emacs"; a named object makes "cancelled Audible" a report;
+# a home got or rented is a move: "got my own flat in Trieste")
+_NO_SUBJECT_VERB = (
+    r"(?:(?:cancell?ed|quit|sold|ditched|dropped|gave up(?: on)?|stopped|finished|left|"
+    r"handed in) my\b|(?:moved|relocated) (?:to|out|back|away|house)\b"
+    r"|started (?:as|at|a new|working|my|an? (?:apprenticeship|internship|job|role))\b"
+    r"|(?:joined|left|gave up on|cancell?ed|quit|dropped|stopped) (?-i:[A-Z])"
+    r"|(?:sold|ditched|got rid of|gave away)\s"
+    rf"|(?:got|bought|rented|found) (?:my own|our own|an?) (?:[\w-]+ ){{0,2}}(?:{DWELLING})\b"
+    r"|switched (?:to|over|from)\b|adopted an?\b|retired\b)"
+)
+_NO_SUBJECT = re.compile(rf"^{_NO_SUBJECT_VERB}", re.I)
 _CLAUSES = re.compile(
     r",?\s+(?=(?:and|but|so|plus) (?:(?:now|then|since then|these days|nowadays) )?"
     r"(?:i|i'm|i've|i'd|we|we're|my|our)\b)"
     r"|,\s+(?=(?:(?:these days|nowadays|now|today|but now|since then),? )?"
     r"(?:i|i'm|i've|we|we're|my|our)\s)"
+    # a second clause that dropped its "I" ("i finally did it, moved to X"), a
+    # reason with its own subject ("... because I work at a bakery"), and a comma
+    # splice naming a new favourite ("..., genmaicha is my go-to now")
+    rf"|,\s+(?={_NO_SUBJECT_VERB})"
+    r"|\s+(?=because (?:i|i'm|i've|we|we're)\b)"
+    r"|,\s+(?=[\w' -]{1,30}? (?:is|are) (?:now )?my (?:new )?(?:go-to|favou?rite|fave)\b)"
     # a request or question after a comma is not part of the fact before it
     # ("I'm a vet, can you help me ..."): it is cut off, and dropped as a question
     r"|,\s+(?=(?:(?:so|and|but|ok|now) )?(?:can|could|would|will) you\b"
@@ -66,7 +92,8 @@ _CLAUSES = re.compile(
 )
 _BARE_VERB = re.compile(
     r",?\s+and (?=(?:also |now |currently )?(?:live|work|have|own|use|love|like|prefer|enjoy|"
-    r"hate|moved|relocated|joined|got|adopted|drive|speak|play|study|am|'m)\b)",
+    r"hate|moved|relocated|joined|got|adopted|drive|speak|play|study|am|'m|started|bought|"
+    r"sold|quit|ditched|switched|cancell?ed|rent|rented|teach|keep)\b)",
     re.I,
 )
 _PREFACE = re.compile(r"^(?:[A-Za-z][\w'’ -]{0,40}):\s+(?=\S)")
@@ -75,7 +102,10 @@ _LEAD_IN = re.compile(
     r"yeah|yes|no|nope|sure|right|true|honestly|just so you know|for context|for the record|"
     r"quick note|quick update|update|heads up|(?:\w+ )?news|correction|sorry|oops|"
     r"sadly|unfortunately|fortunately|luckily|guess what|now|then|"
-    r"to be clear|to clarify|as i said|as mentioned|basically|plus|(?:last|next|this) "
+    r"to be clear|to clarify|as i said|as mentioned|basically|plus|finally|eventually|"
+    r"in the end|went ahead and|because|(?:\w+ )?(?:thing|fact)|"
+    # a sentence adverb before the subject: "weirdly I've ...", "funnily enough, I ..."
+    r"[a-z]+ly(?: enough)?(?=,|\s+(?:i|i'm|i've|i'd|we|we've|we're)\b)|(?:last|next|this) "
     r"(?:week|month|year|weekend)|recently|lately|these days|nowadays|today|yesterday|"
     rf"tomorrow|{RELATIVE_DATE})[,:!]?\s+)+",
     re.I,
@@ -122,6 +152,11 @@ def _parts(sentence: str) -> list[str]:
 def _clauses(sentence: str) -> list[str]:
     out: list[str] = []
     for part in _parts(sentence):
+        bare = _clean(part)
+        if _NO_SUBJECT.match(bare):
+            part = f"I {bare}"
+        elif together := _WITH_ME.match(bare):
+            part = _user_of(together)
         pieces = _BARE_VERB.split(part)
         subject = ""
         for k, piece in enumerate(pieces):
@@ -129,10 +164,6 @@ def _clauses(sentence: str) -> list[str]:
             if k == 0:
                 low = piece.casefold()
                 low = _LEAD_IN.sub("", _PREFACE.sub("", low)).strip()
-                bare = _clean(piece)
-                if _NO_SUBJECT.match(bare):
-                    piece = f"I {bare}"
-                    low = piece.casefold()
                 subject = (
                     "I" if re.match(r"i\b|i'm\b", low) else ("we" if re.match(r"we\b", low) else "")
                 )
@@ -148,22 +179,32 @@ def _clauses(sentence: str) -> list[str]:
     return out
 
 
+# a compound subject with the user in it ("me and my boyfriend Tomasz live in
+# Poznań", "my wife and I are moving to Lisbon"): what it says holds for the
+# user, unless it is a parting ("X and I broke up", read by the rule table) or
+# says what they are to each other ("Priya and I have been together two years")
+_WITH_ME = re.compile(
+    rf"^(?:(?:me|i) and (?:[Mm]y|[Oo]ur) (?:{RELATIONS})(?: (?-i:[A-Z])[\w-]+)?"
+    rf"|(?:[Mm]y|[Oo]ur) (?:{RELATIONS})(?: (?-i:[A-Z])[\w-]+)? and (?:i|me)"
+    rf"|(?-i:[A-Z])[\w-]+ and (?:i|me)) (?!(?:have |had |just |finally |recently )*"
+    rf"(?:{PART_TOGETHER})\b)(?!.*\b(?:together|each other|dating|a couple|married|engaged|"
+    r"met)\b)(?:(?P<be>are|were|have|'ve)\b)?(?P<rest>.+)$",
+    re.I,
+)
+_BE_OF_I = {"are": "I'm", "were": "I was", "have": "I have", "'ve": "I have"}
+
+
+def _user_of(m: re.Match[str]) -> str:
+    """The compound subject's clause said of the user alone."""
+    be = _BE_OF_I.get((m["be"] or "").casefold(), "I")
+    return f"{be} {m['rest'].strip()}"
+
+
 # "my dad's a retired electrician": the contraction of "is", not a possessive
 # (an article or an adverb follows, where a possessive has its noun)
 _RELATIVE_IS = re.compile(
     rf"\b((?:[Mm]y|[Oo]ur) (?:{RELATIONS}))'s (?=(?:an?|the|not|no|still|now|also|retired|"
     r"really|so|very|always|never)\b)"
-)
-# a clause that opens with a past verb of a change in someone's life has dropped
-# its "I" ("cancelled my gym membership today", "moved to Glasgow last weekend");
-# only with the object such a change takes, so that a terse "stopped the server"
-# or "moved the file to src/" stays an action of the moment
-_NO_SUBJECT = re.compile(
-    r"^(?:(?:cancell?ed|quit|sold|ditched|dropped|gave up(?: on)?|stopped|finished|left|"
-    r"handed in) my\b|(?:moved|relocated) (?:to|out|back|away|house)\b"
-    r"|started (?:as|at|a new|working|my)\b|(?:joined|left|gave up on) (?-i:[A-Z])"
-    r"|switched (?:to|over|from)\b|adopted an?\b|retired\b)",
-    re.I,
 )
 # a named relative or pet mentioned in passing, even inside a request
 # ("a birthday message for my boyfriend Tom", "my cat Miso keeps scratching")

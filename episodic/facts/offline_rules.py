@@ -13,56 +13,23 @@ is (pattern, builder) and reads as one line of English.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from episodic.facts.chatter import is_conversation_act, is_passing_state
 from episodic.facts.endings import GIVE_UP, LEAVE, PART, PART_TOGETHER
+from episodic.facts.indirect import INDIRECT
+from episodic.facts.jobs import JOB
 from episodic.facts.slots import tool_name
+from episodic.facts.wording import TAIL, Build, fmt, obj, shift, third_person
 
-Build = Callable[[re.Match[str]], list[str]]
 Rule = tuple[re.Pattern[str], Build]
 
-_PRONOUNS = {"my": "their", "mine": "theirs", "me": "them", "myself": "themselves",
-             "our": "their", "ours": "theirs", "us": "them", "ourselves": "themselves",
-             "i": "they", "i'm": "they are", "we": "they", "we're": "they are"}  # fmt: skip
-_PRONOUN_RE = re.compile(r"\b(?:i'm|we're|my|mine|me|myself|our|ours|us|ourselves|i|we)\b", re.I)
-_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
-_EMPTY_OBJECT = re.compile(
-    r"^(?:it|that|this|these|those|you|your|them|to|so|too|an? (?:question|problem|issue|"
-    r"idea|doubt|feeling|minute|second|moment|look|sec|bit|little)|no idea|some questions?|"
-    r"one|something|anything|nothing)\b",
-    re.I,
-)
-# a trailing clause is context, not part of the fact ("..., so schedule ...")
-_TAIL = re.compile(
-    r",\s*(?:so|because|but|which|since|and|as|not|though|although|if)\b.*$"
-    r"|\s+(?:and|but) (?:he|she|it|they|we|i|i'm)\b.*$"
-    r"|\s+(?:because|since|so that|if|unless)\b.*$"
-    r"|,?\s+(?:now|these days|nowadays|currently|for now|at the moment|right now)$"
-    r"|,\s*(?:remember|you know|as i said|like i said)$"
-    r"|,?\s+(?:btw|by the way|fyi|lol|haha|tbh)$",
-    re.I,
-)
-JOBS = (
-    r"engineer|developer|programmer|designer|manager|scientist|analyst|nurse|doctor|"
-    r"teacher|professor|lawyer|accountant|architect|researcher|consultant|writer|"
-    r"student|intern|chef|pharmacist|dentist|barista|librarian|journalist|editor|"
-    r"electrician|plumber|firefighter|pilot|photographer|musician|artist|founder|cto|ceo|"
-    r"sre|devops|lead|administrator|admin|technician|therapist|veterinarian|vet|translator|"
-    # trades, care, service and the professions: "I'm a paramedic" is a job, like
-    # "engineer"; not words as often a trait ("a good cook", "a careful driver")
-    r"paramedic|midwife|surgeon|physician|physiotherapist|psychologist|psychiatrist|"
-    r"optometrist|radiographer|dietitian|nutritionist|caregiver|carer|nanny|counsell?or|"
-    r"social worker|carpenter|mechanic|welder|roofer|tailor|farmer|baker|butcher|waiter|"
-    r"waitress|bartender|hairdresser|barber|cashier|clerk|secretary|receptionist|cleaner|"
-    r"janitor|courier|postman|soldier|police officer|detective|paralegal|solicitor|"
-    r"barrister|attorney|banker|broker|auditor|actuary|economist|statistician|"
-    r"mathematician|physicist|chemist|biologist|geologist|recruiter|salesperson|realtor|"
-    r"estate agent|tutor|lecturer|instructor|copywriter|illustrator|animator|sysadmin|"
-    r"entrepreneur|freelancer|contractor|machinist"
-)
-PETS = ("dog", "cat", "puppy", "kitten", "parrot", "rabbit", "bunny", "hamster", "horse",
-        "fish", "turtle", "bird", "pet")  # fmt: skip
+# animals kept as pets (two-word kinds first, so "guinea pig" wins over "pig")
+PETS = ("guinea pig", "bearded dragon", "dog", "cat", "puppy", "kitten", "parrot", "rabbit",
+        "bunny", "hamster", "gerbil", "ferret", "chinchilla", "hedgehog", "rat", "mouse",
+        "horse", "pony", "donkey", "goat", "pig", "chicken", "hen", "duck", "fish",
+        "goldfish", "axolotl", "turtle", "tortoise", "lizard", "gecko", "iguana", "snake",
+        "frog", "tarantula", "bird", "budgie", "cockatiel", "canary", "parakeet",
+        "pet")  # fmt: skip
 RELATIONS = (
     # the in-laws first: "mother" would match inside "mother-in-law" at the hyphen
     r"(?:mother|father|sister|brother|son|daughter)-in-law|in-laws|"
@@ -74,32 +41,9 @@ RELATIONS = (
     r"grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|best friend|friend|"
     r"roommate|boss|manager|colleague|coworker|" + "|".join(PETS)
 )
-_JOB_HEAD_RE = re.compile(rf"^(.*?\b(?:{JOBS})s?)(?:$|\s+and\s)", re.I)
+_JOB_HEAD_RE = re.compile(rf"^(.*?\b(?:{JOB})s?)(?:$|\s+and\s)", re.I)
 _PLACE_START = re.compile(r"^[A-Z]")
 _RELATION_RE = re.compile(rf"^(?:{RELATIONS})\b", re.I)
-
-
-def third_person(verb: str) -> str:
-    low = verb.casefold()
-    if low in _IRREGULAR:
-        return _IRREGULAR[low]
-    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
-        return verb + "es"
-    if re.search(r"[^aeiou]y$", low):
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-def shift(text: str) -> str:
-    """First person to third person, whitespace collapsed, trailing punctuation cut."""
-    out = _PRONOUN_RE.sub(lambda m: _PRONOUNS[m.group(0).casefold()], text)
-    return " ".join(out.split()).rstrip(" ,.!;:-")
-
-
-def obj(text: str) -> str | None:
-    """The object of a clause as it goes into a fact, or None when it carries none."""
-    x = shift(_TAIL.sub("", text))
-    return None if not x or _EMPTY_OBJECT.match(x) else x
 
 
 def _verb_phrase(rest: str) -> str:
@@ -109,19 +53,6 @@ def _verb_phrase(rest: str) -> str:
 
 def _subject(word: str) -> str:
     return "User" if word.casefold() in ("i", "i'm", "my", "me") else "Team"
-
-
-def _fmt(template: str) -> Build:
-    """A builder filling {x} (the checked object) and the other named groups."""
-
-    def build(m: re.Match[str]) -> list[str]:
-        x = obj(m["x"])
-        if x is None:
-            return []
-        groups = {k: (v or "") for k, v in m.groupdict().items() if k != "x"}
-        return [template.format(x=x, **groups)]
-
-    return build
 
 
 def _moved(m: re.Match[str]) -> list[str]:
@@ -227,7 +158,7 @@ def _switched(m: re.Match[str]) -> list[str]:
     y = m["y"] or (instead if sep else None)
     # a known tool names its kind, so the old one is found by slot; an
     # unknown one keeps what it replaced, so the merge can find that
-    old = shift(_TAIL.sub("", y)) if y and not tool_name(x) else ""
+    old = shift(TAIL.sub("", y)) if y and not tool_name(x) else ""
     return [f"{_subject(m['s'])} switched {'from ' + old + ' ' if old else ''}to {x}"]
 
 
@@ -250,6 +181,16 @@ _ADV = (
     r"always|usually|normally|generally) )*"
 )
 _S = r"(?P<s>i|we|our team|the team)"
+# what follows "I'm in" when it is a state, a field or a place of the moment, not a town
+_NOT_A_PLACE = (
+    r"trouble|love|bed|pain|charge|school|college|uni|university|class|town|office|hospital|"
+    r"tech|sales|finance|marketing|retail|law|medicine|healthcare|education|debt|shock|tears|"
+    r"luck|time|line|place|shape|touch|business|favou?r|therapy|recovery|rehab|labou?r|"
+    r"prison|jail|court|church|mourning|denial|limbo|agony|heaven|hell|public|private|"
+    r"control|danger|doubt|hiding|lockdown|quarantine|isolation|transit|traffic|work|"
+    r"meetings?|hurry|rush|bits|pieces|pieces|process|progress|order|general|total|"
+    r"front|between|there|here|it|this|that|the|my|our|an?|two|too|way|over"
+)
 _HAVE = r"(?: have|'ve)?(?: (?:just|recently|finally|already|now))*"
 
 
@@ -269,11 +210,11 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     (
         rf"^{_I} (?:not|no longer) (?:living|based) in (?P<x>.+)",
-        _fmt("User no longer lives in {x}"),
+        fmt("User no longer lives in {x}"),
     ),
     (rf"^{_I} (?:not|no longer) (?:a (?:big )?fan of|into) (?P<x>.+)", _dislike),
-    (rf"^{_I} no longer (?P<x>.+)", _fmt("User is no longer {x}")),
-    (rf"^{_I} not (?P<x>.+?),? any ?more\b", _fmt("User is no longer {x}")),
+    (rf"^{_I} no longer (?P<x>.+)", fmt("User is no longer {x}")),
+    (rf"^{_I} not (?P<x>.+?),? any ?more\b", fmt("User is no longer {x}")),
     (r"^i (?:don't|do not|can't|cannot) (?:really )?(?:like|stand|bear) (?P<x>.+)", _dislike),
     (r"^(?P<s>i|we) (?:don't|do not) (?P<x>(?:live|work|use|own|have|eat|drink|smoke) .+)", _not),
     (
@@ -296,58 +237,69 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     # an explicit request to drop a fact
     (
         r"^(?:please )?(?:forget|disregard|ignore|delete|remove) (?:that|the fact that) (?P<x>.+)",
-        _fmt("User asked to forget that {x}"),
+        fmt("User asked to forget that {x}"),
+    ),
+    (
+        r"^(?:please )?(?:forget|disregard|ignore) (?:what|everything|anything|all) "
+        r"(?:i|we) (?:said|told you|mentioned|wrote) (?:about|regarding) (?P<x>.+)",
+        fmt("User asked to forget about {x}"),
     ),
     (
         r"^i (?:got|was) (?:laid off|fired) (?:from|by|at) (?P<x>.+)",
-        _fmt("User no longer works at {x}"),
+        fmt("User no longer works at {x}"),
     ),
     # plans and intentions
-    (rf"^{_I} (?:thinking (?:about|of)|considering) (?P<x>.+)", _fmt("User is considering {x}")),
+    (rf"^{_I} (?:thinking (?:about|of)|considering) (?P<x>.+)", fmt("User is considering {x}")),
     (
         rf"^(?:{_I} (?:planning|going|about|hoping) to|i (?:plan|intend|hope) to) (?P<x>.+)",
         _intends("User is planning to {x}"),
     ),
-    (rf"^{_I} (?:moving|relocating) to (?P<x>.+)", _fmt("User is planning to move to {x}")),
+    (rf"^{_I} (?:moving|relocating) to (?P<x>.+)", fmt("User is planning to move to {x}")),
     (r"^i(?:'ll| will) (?:probably |soon )?(?P<x>.+)", _intends("User will {x}")),
     # residence
     (
         rf"^(?:{_IV} {_ADV}(?:been )?(?:live|living|reside|residing|stay|staying)|"
         rf"{_I} {_ADV}(?:living|based|residing|located|settled|staying)|i live|i reside) "
         r"in (?P<x>.+)",
-        _fmt("User lives in {x}"),
+        fmt("User lives in {x}"),
     ),
     (
         r"^(?:my|our) (?:home|house|place|apartment|flat) is (?:now )?in (?P<x>.+)",
-        _fmt("User lives in {x}"),
+        fmt("User lives in {x}"),
     ),
-    (r"^(?:i|we) (?:now )?call (?P<x>.+?) home\b", _fmt("User lives in {x}")),
-    (r"^home is (?:now )?(?P<x>(?-i:[A-Z]).+)", _fmt("User lives in {x}")),
+    (r"^(?:i|we) (?:now )?call (?P<x>.+?) home\b", fmt("User lives in {x}")),
+    (r"^home is (?:now )?(?P<x>(?-i:[A-Z]).+)", fmt("User lives in {x}")),
     (
         r"^(?P<s>i|we)(?:'ve|'d)? (?:just |recently |finally |have |had )*(?:moved|relocated)"
         r"(?: (?:house|back|over))?(?: from .+?)? to (?P<x>.+)",
         _moved,
     ),
     (
-        rf"^{_S}{_HAVE} (?:switched|migrated|moved|changed) (?:over )?(?:from (?P<y>.+?) )?"
+        rf"^{_S}{_HAVE} (?:switched|migrated|moved|changed) (?:over )?"
+        r"(?:(?:(?:the|our|my) [\w-]+ )?(?:from|off(?: of)?|away from) (?P<y>.+?) )?"
         r"(?:to|over to) (?P<x>.+)",
         _switched,
     ),
     (rf"^{_S}{_HAVE} (?:replaced|swapped) (?P<y>.+?) (?:with|for) (?P<x>.+)", _replaced),
-    # "I'm in Glasgow so ...": where they are based, unless the clause says for how long
+    # "I'm in Glasgow so ...", "i'm stuck here in tromsø": where they are based,
+    # unless the clause (not what follows its "so" / "but") says for how long;
+    # a lowercase name only alone before the clause ends, and not an idiom
+    # ("I'm in trouble", "i'm in sales")
     (
-        rf"^{_I} (?:currently )?in (?P<x>(?-i:[A-Z])[\w-]+(?: (?-i:[A-Z])[\w-]+)?)"
-        r"(?!.*\b(?:this|next|for|until|till|today|tonight|tomorrow|right now|at the moment|"
-        r"on (?:holiday|vacation|business|a trip))\b)",
-        _fmt("User lives in {x}"),
+        rf"^{_I} (?:(?:currently|still|stuck|here|over|out|back|now) )*in "
+        r"(?P<x>(?-i:[A-Z])[\w-]+(?: (?-i:[A-Z])[\w-]+)?"
+        rf"|(?!(?:{_NOT_A_PLACE})\b)[^\W\d_]{{3,}}(?=\s*(?:$|,|\s(?:so|and|but|btw|now)\b)))"
+        r"(?!(?:(?!,|\s(?:so|and|but|because)\s).)*\b(?:this|next|for|until|till|today|tonight|"
+        r"tomorrow|right now|at the moment|on (?:holiday|vacation|business|a trip))\b)",
+        fmt("User lives in {x}"),
     ),
-    (r"^i grew up in (?P<x>.+)", _fmt("User grew up in {x}")),
-    (rf"^{_I} (?:originally )?from (?P<x>.+)", _fmt("User is from {x}")),
+    (r"^i grew up in (?P<x>.+)", fmt("User grew up in {x}")),
+    (rf"^{_I} (?:originally )?from (?P<x>.+)", fmt("User is from {x}")),
     # names, ages, family, pets
-    (r"^(?:my name is|call me|my name's) (?P<x>.+)", _fmt("User's name is {x}")),
+    (r"^(?:my name is|call me|my name's) (?P<x>.+)", fmt("User's name is {x}")),
     (
         rf"^{_I} (?:now )?(?P<x>\d{{1,3}})(?: years? old)?(?:$|,|\s+(?:now|already|this|today)\b)",
-        _fmt("User is {x} years old"),
+        fmt("User is {x} years old"),
     ),
     (
         rf"^{_I} (?P<x>married|single|divorced|engaged|pregnant|retired|widowed)\b(?P<r>.*)",
@@ -360,12 +312,13 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (
         rf"^(?P<p>my|our) (?P<a>(?:{RELATIONS})(?: (?-i:[A-Z])[\w-]+)?) "
         r"(?:just )?turned (?P<x>\d+)",
-        _fmt("User's {a} is {x} years old"),
+        fmt("User's {a} is {x} years old"),
     ),
     (
-        r"^(?:i|we) (?:(?:have|'ve|just|recently|also|now) )*(?:have|own|got|adopted|rescued|"
-        r"brought home) (?P<x>(?:an? |two |three )?[\w-]+ (?:named|called) [\w-]+.*)",
-        _fmt("User has {x}"),
+        r"^(?:i|we)(?:'ve)? (?:(?:have|'ve|just|recently|also|now) )*"
+        r"(?:have|own|got|adopted|rescued|brought home) "
+        r"(?P<x>(?:an? |two |three )?[\w-]+ (?:named|called) [\w-]+.*)",
+        fmt("User has {x}"),
     ),
     (r"^(?P<p>my|our) (?P<x>[\w' -]{1,40}?) (?P<v>died|passed away)(?P<t>.*)", _died("User's ")),
     (r"^(?:i|we) (?:had to )?put (?:(?P<p>my|our) )?(?P<x>[\w-]+(?: [\w-]+)?) down", _put_down),
@@ -380,7 +333,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"(?P<a>an? )?(?P<x>.+?) (?:at|for) (?P<y>.+)",
         _job_and_employer,
     ),
-    (rf"^{_I} (?P<a>an? )(?P<x>[\w -]*?(?:{JOBS})s?) (?:at|for|with) (?P<y>.+)", _job_and_employer),
+    (rf"^{_I} (?P<a>an? )(?P<x>[\w -]*?(?:{JOB})s?) (?:at|for|with) (?P<y>.+)", _job_and_employer),
     (
         rf"^(?:i {_ADV}work|{_I} {_ADV}(?:working|employed)|{_IV} {_ADV}been working) "
         r"(?P<v>at|for|as|on|by) (?P<x>.+)",
@@ -393,11 +346,11 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (
         rf"^{_IV} {_ADV}(?:joined|started (?:a new job |working )?at|got a (?:new )?job at|"
         r"started a new (?:job|role|position) at|been hired by|accepted an offer from) (?P<x>.+)",
-        _fmt("User works at {x}"),
+        fmt("User works at {x}"),
     ),
     (
         r"^my (?:job|role|position|title|profession) is (?:now )?(?P<x>.+)",
-        _fmt("User works as {x}"),
+        fmt("User works as {x}"),
     ),
     # tools
     (
@@ -417,8 +370,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         lambda m: [f"{_subject(m['s'])} decided to {x}"] if (x := obj(m["x"])) else [],
     ),
     # preferences
-    (rf"^{_I} (?:a )?(?:big |huge )?fan of (?P<x>.+)", _fmt("User likes {x}")),
-    (r"^i(?:'d| would) (?:much )?rather (?P<x>.+)", _fmt("User prefers to {x}")),
+    (rf"^{_I} (?:a )?(?:big |huge )?fan of (?P<x>.+)", fmt("User likes {x}")),
+    (r"^i(?:'d| would) (?:much )?rather (?P<x>.+)", fmt("User prefers to {x}")),
     (
         r"^i (?P<adv>(?:(?:always|usually|generally|really|strongly|definitely|mostly|"
         r"totally|absolutely|now) )*)(?P<v>like|love|prefer|enjoy|hate|dislike|want|need|adore|"
@@ -441,8 +394,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
             [f"{_subject(m['s'])} {third_person(m['v'].lower())} {x}"] if (x := obj(m["x"])) else []
         ),
     ),
-    (r"^(?:i|we) (?:just )?sold (?P<x>.+)", _fmt("User sold {x}")),
-    (r"^(?:i|we)(?:'ve| have)? (?:have|own|got) (?P<x>.+)", _fmt("User has {x}")),
+    (r"^(?:i|we) (?:just )?sold (?P<x>.+)", fmt("User sold {x}")),
+    (r"^(?:i|we)(?:'ve| have)? (?:just )?(?:have|own|got|bought) (?P<x>.+)", fmt("User has {x}")),
     (
         rf"^(?P<p>my) (?P<a>(?:{RELATIONS})(?: (?-i:[A-Z])[\w-]+)?) (?P<x>(?:is|was|works|lives|"
         r"loves|likes|has|plays|studies|goes|moved|just|recently|hates|owns|teaches|got)\b.+)",
@@ -451,15 +404,18 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (r"^(?P<p>my|our) (?P<a>[\w' -]{1,40}?) (?P<v>is|are) (?P<x>.+)", _possessive),
     (rf"^{_I} (?P<x>an? (?!bit\b|little\b|tad\b|lot\b)\w.*)", _is_a),
     (
-        rf"^{_I} (?:now )?(?P<x>(?:vegan|vegetarian|pescatarian|flexitarian|allergic to .+|"
-        r"lactose intolerant|left-handed|colou?r ?blind|diabetic))"
+        rf"^{_I} (?:now )?(?P<x>(?:(?:type [12]|mildly|severely|very) )?(?:vegan|vegetarian|"
+        r"pescatarian|flexitarian|allergic to .+|(?:lactose|gluten) intolerant|left-handed|"
+        r"colou?r ?blind|diabetic|pre-diabetic|asthmatic|epileptic|coeliac|celiac|autistic|"
+        r"dyslexic|deaf|hard of hearing|anaemic|anemic))"
         r"(?:,? (?:now|these days|nowadays))?(?=$|,|\s+(?:so|and|but|because)\b)",
-        _fmt("User is {x}"),
+        fmt("User is {x}"),
     ),
     # "as a pharmacist I get asked ...": the job the clause speaks from
     (
-        rf"^as (?P<a>an? )(?P<x>[\w -]*?\b(?:{JOBS}))\b(?=,|\s+(?:i|we)\b)",
-        _fmt("User works as {a}{x}"),
+        rf"^as (?P<a>an? )(?P<x>[\w -]*?\b(?:{JOB}))\b(?=,|\s+(?:i|we)\b)",
+        fmt("User works as {a}{x}"),
     ),
 )
-RULES: tuple[Rule, ...] = tuple((re.compile(p, re.I), f) for p, f in _TABLE)
+# the sideways phrasings first: their patterns are narrower than the table's
+RULES: tuple[Rule, ...] = tuple((re.compile(p, re.I), f) for p, f in INDIRECT + _TABLE)

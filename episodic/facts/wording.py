@@ -1,0 +1,76 @@
+"""A clause's words as a fact's words: the first person shifted to the third,
+trailing context cut, empty objects refused, verbs put in the third person.
+
+Shared by the rule tables (`offline_rules`, `indirect`): each row's builder
+turns the named groups of its match into facts with these.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+Build = Callable[[re.Match[str]], list[str]]
+
+_PRONOUNS = {"my": "their", "mine": "theirs", "me": "them", "myself": "themselves",
+             "our": "their", "ours": "theirs", "us": "them", "ourselves": "themselves",
+             "i": "they", "i'm": "they are", "we": "they", "we're": "they are"}  # fmt: skip
+_PRONOUN_RE = re.compile(r"\b(?:i'm|we're|my|mine|me|myself|our|ours|us|ourselves|i|we)\b", re.I)
+_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
+_EMPTY_OBJECT = re.compile(
+    r"^(?:it|that|this|these|those|you|your|them|to|so|too|an? (?:question|problem|issue|"
+    r"idea|doubt|feeling|minute|second|moment|look|sec|bit|little)|no idea|some questions?|"
+    r"one|something|anything|nothing)\b",
+    re.I,
+)
+# a trailing clause is context, not part of the fact ("..., so schedule ...")
+TAIL = re.compile(
+    r",\s*(?:so|because|but|which|since|and|as|not|though|although|if)\b.*$"
+    r"|\s+(?:and|but) (?:he|she|it|they|we|i|i'm)\b.*$"
+    # "... and the winters are killing me": a new subject with its own verb
+    r"|\s+and (?:the|this|that|these|those) [\w'-]+(?: [\w'-]+)? (?:is|are|was|were|has|have|"
+    r"keeps?|kept|won't|can't|just|never|always)\b.*$"
+    # "... so please don't suggest ...": a request that follows the fact
+    r"|,?\s+so (?:please|pls|plz|don't|do not|can you|could you|you)\b.*$"
+    r"|\s+(?:because|since|so that|if|unless)\b.*$"
+    r"|,?\s+(?:now|these days|nowadays|currently|for now|at the moment|right now)$"
+    r"|,\s*(?:remember|you know|as i said|like i said)$"
+    r"|,?\s+(?:btw|by the way|fyi|lol|haha|tbh|though|tho|too|as well)$",
+    re.I,
+)
+
+
+def third_person(verb: str) -> str:
+    low = verb.casefold()
+    if low in _IRREGULAR:
+        return _IRREGULAR[low]
+    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", low):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def shift(text: str) -> str:
+    """First person to third person, whitespace collapsed, trailing punctuation cut."""
+    out = _PRONOUN_RE.sub(lambda m: _PRONOUNS[m.group(0).casefold()], text)
+    return " ".join(out.split()).rstrip(" ,.!;:-")
+
+
+def obj(text: str) -> str | None:
+    """The object of a clause as it goes into a fact, or None when it carries none."""
+    x = shift(TAIL.sub("", text))
+    return None if not x or _EMPTY_OBJECT.match(x) else x
+
+
+def fmt(template: str) -> Build:
+    """A builder filling {x} (the checked object) and the other named groups."""
+
+    def build(m: re.Match[str]) -> list[str]:
+        x = obj(m["x"])
+        if x is None:
+            return []
+        groups = {k: (v or "") for k, v in m.groupdict().items() if k != "x"}
+        return [template.format(x=x, **groups)]
+
+    return build
