@@ -64,3 +64,44 @@ def apply_correction(fact: str, value: str, named_old: str | None) -> str | None
     if named_old is not None and normalize(named_old) != normalize(last.group(0)):
         return None
     return f"{fact[: last.start()]}{value}{fact[last.end() :]}"
+
+
+# --- a correction of a stored fact, said in a later episode -----------------
+# "she lives in Yerevan, not Tbilisi", "it's actually MariaDB 10.6, not postgres":
+# no fact of this episode holds Tbilisi, so the clause becomes "User corrected
+# Tbilisi to Yerevan", and the merge rewrites the stored fact that names it
+# (`corrected_fact`). The new value is a name (capitalised, numbers may
+# follow), or any single word when the turn owns up to a slip ("sorry", "I
+# mixed that up"); the old value is one or two words ending the clause.
+_CONTRAST = re.compile(
+    r"(?:^|\s)(?P<x>(?-i:[A-Z])[\w.+#-]*(?: (?:(?-i:[A-Z])|\d)[\w.+#-]*)*"
+    r"|(?P<low>[^\W\d_][\w.+#-]*)),? not (?P<y>[\w.+#-]+(?: [\w.+#-]+)?)$",
+    re.I,
+)
+CORRECTION = re.compile(r"^(?:user|team) corrected (?P<y>.+?) to (?P<x>.+)$", re.I)
+# a version number after the old value goes with it ("Postgres 14")
+_VERSION = r"(?:\s+v?\d[\w.]*)?"
+
+
+def contrast(clause: str, *, signal: object = None) -> str | None:
+    """The correction fact of an "X, not Y" clause, or None."""
+    m = _CONTRAST.search(clause.strip().rstrip(" .!"))
+    if m is None or (m["low"] and not signal):
+        return None
+    x, y = m["x"].strip(), m["y"].strip()
+    if normalize(x) == normalize(y) or _DATE.match(x):
+        return None
+    return f"User corrected {y} to {x}"
+
+
+def corrected_fact(new_text: str, old_text: str) -> str | None:
+    """`old_text` with the value a correction fact names replaced, or None
+    when `new_text` is no correction or `old_text` does not hold the old value."""
+    m = CORRECTION.match(new_text)
+    if m is None:
+        return None
+    version = _VERSION if re.search(r"\d", m["x"]) else ""
+    old = re.compile(rf"\b{re.escape(m['y'])}{version}(?![\w-])", re.I)
+    if old.search(old_text) is None:
+        return None
+    return old.sub(m["x"], old_text, count=1)

@@ -30,7 +30,10 @@ from episodic.facts.wording import Build, fmt, obj, shift
 
 _I = r"i(?:'m| am)"
 _IV = r"i(?:'ve| have)?"
-_ADV = r"(?:(?:just|now|finally|recently|currently|still|also|actually|completely|totally) )*"
+_ADV = (
+    r"(?:(?:just|now|finally|recently|currently|still|also|actually|completely|totally|kind of|"
+    r"sort of|kinda|a bit|really|pretty much) )*"
+)
 # kinds of home: renting, buying or sharing one "in X" is living in X
 DWELLING = (
     r"studio|flat|apartment|house|place|room|home|condo|bungalow|cottage|loft|townhouse|"
@@ -153,9 +156,9 @@ INDIRECT: tuple[tuple[str, Build], ...] = (
     # use over time
     (r"^i(?:'ve| have) (?:been )?(?:used|using) (?!to\b)(?P<x>.+)", fmt("User uses {x}")),
     (
-        r"^(?:i|we)(?:'ve| have) (?:always |long )?had (?P<x>.+?) (?:for|since) "
+        r"^(?P<s>i|we)(?:'ve| have) (?:always |long )?had (?P<x>.+?) (?:for|since) "
         r"(?:years|ages|a while|a long time|(?:\w+ )?(?:years|months)|\d{4})\b.*",
-        fmt("User has {x}"),
+        fmt("{subject} has {x}"),
     ),
     (
         rf"^(?:i|{_I}) {_ADV}(?:pay for|subscribe to|subscribed to|have subscriptions? to) "

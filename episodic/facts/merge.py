@@ -40,6 +40,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from episodic.facts.consistency import RULE, within_episode
+from episodic.facts.correction import CORRECTION, corrected_fact
 from episodic.facts.negation import FORGET_REQUEST, is_negation_of
 from episodic.facts.normalize import cosine, normalize
 from episodic.facts.offline_merge import DEFAULT_DUP_THRESHOLD, merge_one
@@ -112,6 +113,11 @@ def _by_rule(sets: list[CandidateSet], i: int, threshold: float) -> Decision | N
     ):
         # kept as a fact, a request to forget would keep what it names
         return Decision("NOOP", None, None, None, cs.new, RULE, note="nothing to forget")
+    if CORRECTION.match(cs.new.text) and not any(
+        corrected_fact(cs.new.text, f.text) for f in cs.candidates
+    ):
+        # a correction of a value no stored fact holds corrects nothing
+        return Decision("NOOP", None, None, None, cs.new, RULE, note="nothing to correct")
     if not cs.candidates:
         return Decision("ADD", None, cs.new.text, None, cs.new, RULE, note="no candidates")
     if not any(_related(cs, fact, threshold) for fact in cs.candidates):
@@ -121,7 +127,7 @@ def _by_rule(sets: list[CandidateSet], i: int, threshold: float) -> Decision | N
 
 def _related(cs: CandidateSet, fact: ExistingFact, threshold: float) -> bool:
     """Could the new fact end, change or repeat this stored fact?"""
-    if is_negation_of(cs.new.text, fact.text):
+    if is_negation_of(cs.new.text, fact.text) or corrected_fact(cs.new.text, fact.text):
         return True
     if names_replaced(cs.new.text, fact.text) or changes_preference(cs.new.text, fact.text):
         return True

@@ -15,7 +15,8 @@ pronouns, time words and the everyday verbs (live, use, have, work ...) are
 removed; if only verbs remain ("no longer smokes"), the verbs. The match
 needs one of those words (crudely stemmed) in `old`, and `old` must not be
 a negation itself ("User no longer smokes" is not ended by "User stopped
-smoking": both say the same).
+smoking": both say the same). A stem of five letters or more also meets the
+longer stems it starts ("diabetes" ends "is type 1 diabetic").
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ _VERBS = frozenset(
 )
 
 
+# the shortest stem that may stand for a longer one ("diabet" for "diabetic")
+_MIN_PREFIX = 5
+
 # the fact a "forget that ..." request becomes (offline_rules); it ends what it
 # names and is never kept as a fact of its own
 FORGET_REQUEST = re.compile(r"^(?:user|team) asked to forget\b", re.I)
@@ -82,5 +86,18 @@ def is_negation_of(new_text: str, old_text: str) -> bool:
     new_objects, new_verbs = _content(new_text)
     old_objects, old_verbs = _content(old_text)
     if new_objects:
-        return bool(new_objects & old_objects)
+        return _shared(new_objects, old_objects)
     return bool(new_verbs & old_verbs)
+
+
+def _shared(a: set[str], b: set[str]) -> bool:
+    """A stem in both, or one long stem the start of another: the crude stemmer
+    leaves "diabetes" and "diabetic", "allergy" and "allergic" apart."""
+    if a & b:
+        return True
+    return any(
+        len(short) >= _MIN_PREFIX and long.startswith(short)
+        for x in a
+        for y in b
+        for short, long in (sorted((x, y), key=len),)
+    )

@@ -20,7 +20,11 @@ skipped. Each turn is cut into clauses:
    She is a nurse."); with none or several named, it gives nothing.
 
 A clause that corrects the last fact of the episode ("Sorry, actually it's
-Klara", see `correction`) replaces that fact instead. Any other clause goes
+Klara", see `correction`) replaces that fact instead; one that corrects a
+value no fact of the episode holds ("she lives in Yerevan, not Tbilisi")
+becomes "User corrected Tbilisi to Yerevan", for the merge to apply to the
+stored fact. Each sentence also gives what it says in passing (`passing`:
+"my cat Miso", "my day job as a cartographer", "My Vespa won't start"). Any other clause goes
 through the rule table of `offline_rules` (first match decides; one clause
 may give two facts: "I'm a nurse at St Mary's" gives the occupation and the
 employer). A fact stating a state drops a trailing relative date (`when`:
@@ -36,10 +40,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from episodic.facts.correction import apply_correction, corrected_value
+from episodic.facts.correction import apply_correction, contrast, corrected_value
 from episodic.facts.endings import PART_TOGETHER
 from episodic.facts.indirect import DWELLING
-from episodic.facts.offline_rules import PETS, RELATIONS, RULES
+from episodic.facts.offline_rules import RELATIONS, RULES
+from episodic.facts.passing import in_passing
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import FactTurn
 from episodic.facts.when import RELATIVE_DATE, without_trailing_date
@@ -85,7 +90,8 @@ _CLAUSES = re.compile(
     # a request or question after a comma is not part of the fact before it
     # ("I'm a vet, can you help me ..."): it is cut off, and dropped as a question
     r"|,\s+(?=(?:(?:so|and|but|ok|now) )?(?:can|could|would|will) you\b"
-    r"|any (?:ideas?|tips|advice|suggestions|recommendations|thoughts)\b"
+    r"|(?:(?:have you |you )?got )?any (?:ideas?|tips|advice|suggestions|recommendations|"
+    r"thoughts|(?:\w+ ){1,2}ideas)\b"
     r"|(?:what|how|where|which|why|when|who)(?:'s| is| are| do| does| should| can| would)?\b"
     r"|(?:is|are) (?:there|it|this|that)\b|should i\b|do you\b|please\b)",
     re.I,
@@ -127,6 +133,14 @@ _CO_SUBJECT = re.compile(
     rf"|(?:[Mm]y|[Oo]ur) (?:{RELATIONS})(?: [A-Z][\w-]+)?)$",
     re.I,
 )
+# the user owning up to a slip: a lowercase "X, not Y" is then a correction too
+_SLIP = re.compile(
+    r"\b(?:sorry|oops|my bad|my mistake|i meant|mixed (?:that|it|them) up|misspoke|typo|"
+    r"wrong|actually|correction|scratch that)\b",
+    re.I,
+)
+# an "it" that stands for nothing named: "it's all genmaicha for me now"
+_DUMMY_IT = re.compile(r"^it(?:'s| is) (?:all|only|just)\b", re.I)
 _PRONOUN_START = re.compile(r"^(?P<p>he|she|it)(?P<be>'s)?\b", re.I)
 _HAVE_NAMED = re.compile(
     rf"\b(?:have|got|adopted|own) (?:an? )(?P<a>(?:{RELATIONS})) (?:named|called) "
@@ -138,10 +152,10 @@ def _parts(sentence: str) -> list[str]:
     """The sentence cut before "and / but / so" + subject, compound subjects kept whole."""
     parts: list[str] = []
     for part in _CLAUSES.split(sentence):
-        if (
-            parts
-            and _CO_SUBJECT.match(_clean(parts[-1]))
-            and re.match(r"and (?:i|me)\b", part, re.I)
+        last = _clean(parts[-1]) if parts else ""
+        if (_CO_SUBJECT.match(last) and re.match(r"and (?:i|me)\b", part, re.I)) or (
+            # "me and my boyfriend Tomasz live in ..."
+            re.fullmatch(r"me|i", last, re.I) and re.match(r"and (?:my|our)\b", part, re.I)
         ):
             parts[-1] = f"{parts[-1]} {part}"
         else:
@@ -206,21 +220,6 @@ _RELATIVE_IS = re.compile(
     rf"\b((?:[Mm]y|[Oo]ur) (?:{RELATIONS}))'s (?=(?:an?|the|not|no|still|now|also|retired|"
     r"really|so|very|always|never)\b)"
 )
-# a named relative or pet mentioned in passing, even inside a request
-# ("a birthday message for my boyfriend Tom", "my cat Miso keeps scratching")
-_NAMED = re.compile(rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[A-Z])[a-z][\w-]+)\b")
-
-
-def _named_mentions(sentence: str, facts: Sequence[str]) -> list[str]:
-    """A fact for each named relative or pet the sentence mentions that no fact
-    of the turn already holds by name."""
-    out: list[str] = []
-    for m in _NAMED.finditer(sentence):
-        a, n = m["a"].lower(), m["n"]
-        if any(n in f for f in (*facts, *out)):
-            continue
-        out.append(f"User has a {a} named {n}" if a in PETS else f"User's {a} is {n}")
-    return out
 
 
 def _clean(clause: str) -> str:
@@ -277,7 +276,7 @@ def _resolve(clause: str, antecedents: list[str]) -> str | None:
     """A clause opening with he / she / it, about the one antecedent named; else None."""
     s = _clean(clause)
     m = _PRONOUN_START.match(s)
-    if m is None:
+    if m is None or _DUMMY_IT.match(s):
         return clause
     if len(set(antecedents)) != 1:
         return None
@@ -291,6 +290,7 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
     `earlier` are the facts the episode stated before it, in order."""
     facts: list[tuple[str, str | None]] = []
     antecedents: list[str] = []
+    said = ""
     for line in text.splitlines():
         if _QUOTED_LINE.match(line):
             continue
@@ -303,14 +303,20 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
                     facts.append((fixed, stated[-1]))
                     continue
                 resolved = _resolve(clause, antecedents)
+                got = extract_facts_of(resolved) if resolved is not None else []
+                if not got and (fix := contrast(_clean(clause), signal=_SLIP.search(text))):
+                    # "she lives in Yerevan, not Tbilisi": the value of a stored fact
+                    got = [fix]
+                facts.extend((f, None) for f in got)
                 if resolved is None:
                     continue
-                facts.extend((f, None) for f in extract_facts_of(resolved))
                 for m in _HAVE_NAMED.finditer(resolved):
                     antecedents.append(f"{m['a']} {m['n']}")
                 for m in _ANTECEDENT.finditer(resolved):
                     antecedents.append(m["a"].replace(" named", "").replace(" called", ""))
-            facts.extend((f, None) for f in _named_mentions(sentence, [f for f, _ in facts]))
+            stated = [f for f, _ in facts]
+            facts.extend((f, None) for f in in_passing(sentence, said, stated))
+            said = f"{said} {sentence}"
     return facts
 
 

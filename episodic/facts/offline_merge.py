@@ -4,7 +4,9 @@ For each new fact the candidates are tried in the order the store ranked
 them, and the first rule that fires decides:
 
 1. equal after `normalize`                          -> NOOP of that candidate
-2. the new fact negates or ends it (`is_negation_of`) -> DELETE of it
+2. the new fact corrects its value ("User corrected
+   Tbilisi to Yerevan", `correction`)               -> UPDATE of it (rewritten)
+   the new fact negates or ends it (`is_negation_of`) -> DELETE of it
    the new fact says it replaces it ("X instead of
    Y", "now prefers X"; `replaced_candidate`)        -> UPDATE of it
 3. same slot (`slot_of`), different value, the new
@@ -29,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from episodic.facts.correction import corrected_fact
 from episodic.facts.negation import is_negation_of
 from episodic.facts.normalize import cosine, normalize
 from episodic.facts.replacement import replaced_candidate
@@ -59,6 +62,9 @@ def merge_one(
     for cid, text, _ in candidates:
         if is_negation_of(new_text, text):
             return "DELETE", cid
+    for cid, text, _ in candidates:
+        if corrected_fact(new_text, text) is not None:
+            return "UPDATE", cid
     replaced = replaced_candidate(new_text, [text for _, text, _ in candidates])
     if replaced is not None:
         return "UPDATE", candidates[replaced][0]
@@ -92,5 +98,8 @@ def offline_merge(context: dict[str, Any]) -> list[dict[str, Any]]:
         ]
         event, cid = merge_one(new["text"], new.get("vector"), candidates, dup_threshold=threshold)
         text = new["text"] if event in ("ADD", "UPDATE") else ""
+        if event == "UPDATE" and cid is not None:
+            # a correction rewrites the fact it corrects ("lives in Yerevan")
+            text = corrected_fact(new["text"], existing[cid - 1]["text"]) or text
         items.append({"event": event, "id": cid, "text": text, "new_index": index})
     return items

@@ -41,7 +41,7 @@ RELATIONS = (
     r"grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|best friend|friend|"
     r"roommate|boss|manager|colleague|coworker|" + "|".join(PETS)
 )
-_JOB_HEAD_RE = re.compile(rf"^(.*?\b(?:{JOB})s?)(?:$|\s+and\s)", re.I)
+_JOB_HEAD_RE = re.compile(rf"^(.*?\b(?:{JOB})s?)(?:$|,|\s+and\s)", re.I)
 _PLACE_START = re.compile(r"^[A-Z]")
 _RELATION_RE = re.compile(rf"^(?:{RELATIONS})\b", re.I)
 

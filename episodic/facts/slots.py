@@ -93,6 +93,8 @@ _TOOLS: dict[str, str] = {
 # kinds of tool people use several of at once
 _COMBINED = frozenset({"language", "database", "cache", "search", "frontend", "chat"})
 _TOOL_NAMES = sorted(_TOOLS, key=len, reverse=True)
+# any known tool's name, as a word of a sentence ("my emacs", "for rust dev")
+TOOL_WORD = r"(?:" + "|".join(re.escape(n) for n in _TOOL_NAMES) + r")(?![\w-])"
 # spellings of one tool, so "postgres" and "PostgreSQL" are the same value
 _ALIASES = {
     "postgresql": "postgres", "mongo": "mongodb", "vs code": "vscode",

@@ -32,6 +32,7 @@ TAIL = re.compile(
     r"keeps?|kept|won't|can't|just|never|always)\b.*$"
     # "... so please don't suggest ...": a request that follows the fact
     r"|,?\s+so (?:please|pls|plz|don't|do not|can you|could you|you)\b.*$"
+    r"|\s+on top of\b.*$"
     r"|\s+(?:because|since|so that|if|unless)\b.*$"
     r"|,?\s+(?:now|these days|nowadays|currently|for now|at the moment|right now)$"
     r"|,\s*(?:remember|you know|as i said|like i said)$"
@@ -71,6 +72,8 @@ def fmt(template: str) -> Build:
         if x is None:
             return []
         groups = {k: (v or "") for k, v in m.groupdict().items() if k != "x"}
+        # {subject}: "User" for I, "Team" for we (a row with an `s` group)
+        groups["subject"] = "Team" if groups.get("s", "").casefold() == "we" else "User"
         return [template.format(x=x, **groups)]
 
     return build
