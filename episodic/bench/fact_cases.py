@@ -27,10 +27,11 @@ FIELDS = {"name", "topic", "episodes", "active", "superseded", "absent", "writte
 # someone who never saw the rules) and measured as written, then tuned on;
 # "held-out-4", written blind too, was measured only after those rules, then
 # tuned on; "held-out-5" and "held-out-6", blind, were each measured once
-# after all of them (held-out-6 after the last rules too) and never tuned on
+# after all of them and then tuned on; "held-out-7", blind, was written before
+# those last rules and measured once after them, never tuned on
 WRITTEN = (
     "before", "after", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5",
-    "held-out-6",
+    "held-out-6", "held-out-7",
 )  # fmt: skip
 
 
