@@ -234,6 +234,7 @@ def context_rows(
 # --- lexical terms every item shares; statements of a value no longer true --------
 
 _WORD = re.compile(r"[a-z0-9]+")
+_NAME = re.compile(r"[^\W\d_]+(?: [^\W\d_]+)*")  # a person's name: letters, spaces
 SHARED_SHARE = 0.8  # a query word in this share of the nearest rows ranks nothing
 SHARED_MIN_ROWS = 3  # too few rows to tell a shared word from a relevant one
 STALE_PENALTY = 0.5  # a turn stating a superseded value ranks below what replaced it
@@ -282,8 +283,10 @@ def without_speakers(query: str, speakers: Collection[str]) -> str:
     turn's vector embeds its text alone, so a name in the query draws the
     turns that say it (greetings); in BM25 it matches every turn of that
     speaker and the turns after them (REALTALK dev5 .741 -> .755, LoCoMo dev5
-    .904 -> .908 within 50 turns, in-sample). A query of names alone is kept."""
-    names = {w for s in speakers for w in _WORD.findall(s.lower())}
+    .904 -> .908 within 50 turns, in-sample). A query of names alone is kept.
+    Only a speaker of letters and spaces is a person ("elise", "Ann Lee"): a
+    label such as "code-review-bot" would take "code" out of every question."""
+    names = {w for s in speakers if _NAME.fullmatch(s) for w in _WORD.findall(s.lower())}
     kept = [w for w in query.split() if _bare(w) not in names]
     return " ".join(kept) if kept and len(kept) < len(query.split()) else query
 

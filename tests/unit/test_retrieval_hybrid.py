@@ -131,3 +131,8 @@ def test_the_speakers_names_leave_the_query() -> None:
     assert without_speakers("What is Nicolas’s dog called?", names) == "What is dog called?"
     assert without_speakers("Nicolas?", names) == "Nicolas?"  # names alone: kept
     assert without_speakers("what car does the user drive", set()) == "what car does the user drive"
+    # a lowercase label is not a name: its words stay in the question
+    q = "which code review found the bug"
+    assert without_speakers(q, {"code-review-bot"}) == q
+    assert without_speakers("what did Ann Lee say", {"Ann Lee"}) == "what did say"
+    assert without_speakers("what did elise cook", {"elise"}) == "what did cook"
