@@ -14,6 +14,7 @@ import itertools
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
@@ -61,8 +62,7 @@ class ChildRunner:
             if self._conn is not None:
                 self._conn.send(None)  # finish what runs, then exit
                 self._proc.join(timeout=60)
-                if self._proc.is_alive():
-                    self._proc.kill()
+                _end_group(self._proc.pid)
                 self._conn = None
 
     def _running(self) -> Connection:
@@ -76,14 +76,16 @@ class ChildRunner:
             self._proc.start()
             theirs.close()
             self._conn = mine
-            threading.Thread(target=self._read, args=(mine,), daemon=True).start()
+            threading.Thread(target=self._read, args=(mine, self._proc), daemon=True).start()
         return self._conn
 
-    def _read(self, conn: Connection) -> None:
+    def _read(self, conn: Connection, proc: Any) -> None:
         while True:
             try:
                 n, summary, error = conn.recv()
             except (EOFError, OSError):  # the child is gone: fail what waits on it alone
+                proc.join(timeout=5)
+                _end_group(proc.pid)  # what it started (Prefect's server) goes with it
                 with self._lock:  # (a restarted child's requests are not its)
                     gone = [n for n, (c, _) in self._waiting.items() if c is conn]
                     lost = [self._waiting.pop(n)[1] for n in gone]
@@ -98,8 +100,19 @@ class ChildRunner:
                 f.set_exception(ChildRunFailed(*error))
 
 
+def _end_group(pgid: int) -> None:
+    """Kill what is left of a child's process group: a child killed by a signal
+    leaves the processes it started (its ephemeral Prefect server) running."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # nothing left of it
+
+
 def serve(conn: Connection, threads: int, nice: int) -> None:
-    """The child: one Memory, runs requested consolidations in `threads`."""
+    """The child: one Memory, runs requested consolidations in `threads`; it
+    leads a process group of its own, so the runner can end all it started."""
+    os.setpgid(0, 0)
     os.nice(nice)
     from episodic.adapters.embedded import Memory as Embedded
 

@@ -1,10 +1,13 @@
 """The API's consolidation runner (episodic/adapters/child_runner.py): the
 consolidate flow in a child process of lower priority, on the same store;
 a child that dies fails only its own requests, and the next request starts
-a new child."""
+a new child; nothing the dead child started (its ephemeral Prefect server)
+outlives it."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -34,11 +37,27 @@ def test_runs_in_a_child_and_survives_its_death(
     try:
         runner(memory, user_id="u", flush=True, shard=None)
         assert frame(memory.rt.store, "episodes", "u").num_rows == 1  # written by the child
+        old = runner._proc.pid
+        assert os.getpgid(old) == old  # it leads a process group of its own
         runner._proc.kill()  # the child dies between two requests
         runner._proc.join()
         memory.add("u", [dict(t, text=t["text"] + " Again.") for t in turns])
         runner(memory, user_id="u", flush=True, shard=None)  # a new child answers
         assert frame(memory.rt.store, "episodes", "u").num_rows == 2
+        assert _group_ends(old), "a process the killed child started is still running"
     finally:
         runner.close()
         memory.close()
+
+
+def _group_ends(pgid: int, within_s: float = 30.0) -> bool:
+    """Whether process group `pgid` is empty, waiting for the runner's reader
+    thread to end it (it does so when it sees the child's pipe close)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
