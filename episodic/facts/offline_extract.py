@@ -292,7 +292,10 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
     antecedents: list[str] = []
     said = ""
     for line in text.splitlines():
-        if _QUOTED_LINE.match(line):
+        # one space between words: a run of whitespace (a paste's indentation)
+        # made some rules backtrack for seconds
+        line = " ".join(line.split())
+        if not line or _QUOTED_LINE.match(line):
             continue
         line = _QUOTES.sub(" ", line)
         for sentence in _SENTENCES.split(line):

@@ -100,3 +100,10 @@ def test_a_correction_rewrites_the_fact_that_holds_the_old_value() -> None:
     assert corrected_fact(new, "User lives in Lyon") is None
     event, cid = merge_one(new, None, [(1, "User lives in Lyon", None), (2, old, None)])
     assert (event, cid) == ("UPDATE", 2)
+
+
+@pytest.mark.timeout(60)  # a hang guard: the rules backtracked for minutes on this
+def test_a_run_of_whitespace_reads_as_one_space() -> None:
+    pasted = "I live in" + " " * 100_000 + "Leipzig.\n\t\t\tI work as a  courier."
+    assert facts(pasted) == facts("I live in Leipzig.\nI work as a courier.")
+    assert "User lives in Leipzig" in facts(pasted)
