@@ -127,11 +127,6 @@ def _thing_uses(m: re.Match[str]) -> list[str]:
     return [f"{owner} {m['a']} {m['v'].lower()} {x}"]
 
 
-def _job_as(m: re.Match[str]) -> list[str]:
-    x = obj(m["x"])
-    return [f"User works as {m['a'] or ''}{x}"] if x else []
-
-
 INDIRECT: tuple[tuple[str, Build], ...] = (
     # a taste that ended: "I've gone right off rooibos"
     (rf"^(?P<s>i|we)(?:'ve| have)? {_ADV}(?P<v>{LOSE_TASTE}) (?P<x>.+)", _gone_off),
@@ -151,7 +146,7 @@ INDIRECT: tuple[tuple[str, Build], ...] = (
         rf"^{_IV} {_ADV}(?:started|begun|began|taken|took|got|landed|accepted|found) "
         r"(?:an? |my )?(?:new )?(?:job|role|position|career|apprenticeship|internship|"
         r"training|placement) as (?P<a>an? )?(?P<x>.+)",
-        _job_as,
+        fmt("User works as {a}{x}"),
     ),
     # use over time
     (r"^i(?:'ve| have) (?:been )?(?:used|using) (?!to\b)(?P<x>.+)", fmt("User uses {x}")),
@@ -201,10 +196,6 @@ INDIRECT: tuple[tuple[str, Build], ...] = (
     (
         r"^(?P<s>i|we) keep (?!(?:\w+ing|it|that|this|them|on|up|in|out|going|asking)\b)"
         r"(?P<x>.+)",
-        lambda m: (
-            [f"{'User' if m['s'].lower() == 'i' else 'Team'} keeps {x}"]
-            if (x := obj(m["x"]))
-            else []
-        ),
+        fmt("{subject} keeps {x}"),
     ),
 )
