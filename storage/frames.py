@@ -1,6 +1,6 @@
 """Column reads for analytics: a table's rows (of one user) as an Arrow table,
-with only the columns asked for. Callers aggregate in polars
-(`polars.from_arrow`); nothing here builds domain objects."""
+with only the columns asked for. Callers aggregate the Arrow table (or in
+polars); nothing here builds domain objects."""
 
 from __future__ import annotations
 
