@@ -17,7 +17,6 @@ import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 
-import lance
 import numpy as np
 import tantivy
 
@@ -58,6 +57,8 @@ def tokens(text: str) -> list[str]:
     """The terms of `text`, as the index stores them."""
     if text.isascii():
         return list(_ANALYZER.analyze(text))
+    import lance  # here: a third of the service's import, for non-ASCII text only
+
     # lancedb.index.FTS()'s defaults, the index the tables declare
     got = lance.tokenize(
         text,

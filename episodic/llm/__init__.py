@@ -1,16 +1,46 @@
 """The LLM layer: one protocol, offline / fake / Anthropic / OpenAI-compatible providers.
 
 Nothing here imports anthropic, openai or instructor; the network providers
-import them on their first call.
+import them on their first call. The names below load with the first use of
+each (PEP 562): a command that asks no model (`episodic status`) does not pay
+for the providers' modules and tenacity.
 """
 
-from episodic.llm.base import LLMProvider, Message, OfflineAnswerable, Usage
-from episodic.llm.cache import CachedProvider, ResponseCache
-from episodic.llm.factory import make_provider
-from episodic.llm.fake import FakeProvider
-from episodic.llm.fallback import OFFLINE, OFFLINE_FALLBACK, Answer, structured_or_offline
-from episodic.llm.offline import OfflineProvider
-from episodic.llm.retry import RetryPolicy
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from episodic.llm.base import LLMProvider, Message, OfflineAnswerable, Usage
+    from episodic.llm.cache import CachedProvider, ResponseCache
+    from episodic.llm.factory import make_provider
+    from episodic.llm.fake import FakeProvider
+    from episodic.llm.fallback import (
+        OFFLINE,
+        OFFLINE_FALLBACK,
+        Answer,
+        structured_or_offline,
+    )
+    from episodic.llm.offline import OfflineProvider
+    from episodic.llm.retry import RetryPolicy
+
+_HOME = {
+    "LLMProvider": "base",
+    "Message": "base",
+    "OfflineAnswerable": "base",
+    "Usage": "base",
+    "CachedProvider": "cache",
+    "ResponseCache": "cache",
+    "make_provider": "factory",
+    "FakeProvider": "fake",
+    "OFFLINE": "fallback",
+    "OFFLINE_FALLBACK": "fallback",
+    "Answer": "fallback",
+    "structured_or_offline": "fallback",
+    "OfflineProvider": "offline",
+    "RetryPolicy": "retry",
+}
 
 __all__ = [
     "OFFLINE",
@@ -28,3 +58,9 @@ __all__ = [
     "make_provider",
     "structured_or_offline",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'episodic.llm' has no attribute {name!r}")
+    return getattr(import_module(f"episodic.llm.{_HOME[name]}"), name)

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from episodic.closing import Closing
 from episodic.config import Settings, load_settings
@@ -26,11 +26,6 @@ from episodic.errors import ConfigError, NotFoundError
 from episodic.llm.base import LLMProvider
 from episodic.models import utc
 from episodic.retrieval import ScoreWeights
-from episodic.service.accept import Draft, GroupWriter, Writer, check
-from episodic.service.capture import CaptureReport, capture_file
-from episodic.service.doctor import DoctorReport, run_doctor
-from episodic.service.drain import DrainReport, drain_spool
-from episodic.service.ingest import IngestReport, ingest_file
 from episodic.service.receipts import ingest_status
 from episodic.service.runtime import Runtime, build_runtime
 from episodic.service.search import MemoryOptions, search_memory
@@ -54,7 +49,16 @@ from storage.journal import journal_dir
 from storage.keys import SCOPES, ApiKey, ApiKeys
 from storage.offsets import Offsets
 from storage.receipts import Receipts, key_hash
-from storage.transfer import TransferReport, export_user, import_dir
+
+if TYPE_CHECKING:
+    # loaded by the verbs that use them: `episodic status` and search start
+    # without the ingest formats, the doctor and the transfer code
+    from episodic.service.accept import Writer
+    from episodic.service.capture import CaptureReport
+    from episodic.service.doctor import DoctorReport
+    from episodic.service.drain import DrainReport
+    from episodic.service.ingest import IngestReport
+    from storage.transfer import TransferReport
 
 
 class ConsolidationRunner(Protocol):
@@ -134,6 +138,8 @@ class Memory(Closing):
 
                     self._writer = JournaledWriter(self.rt.raw, self.receipts, directory)
                 else:
+                    from episodic.service.accept import GroupWriter
+
                     self._writer = GroupWriter(self.rt.raw, self.receipts)
             return self._writer
 
@@ -158,6 +164,8 @@ class Memory(Closing):
         about (`ingest_status`). A retry with the same `idempotency_key` gets
         the first receipt and writes nothing. Bad items are quarantined under
         `user_id` and listed with their index and reason."""
+        from episodic.service.accept import Draft, check
+
         writer = self.writer
         if idempotency_key:
             first = writer.first_answer(user_id, idempotency_key)
@@ -219,6 +227,8 @@ class Memory(Closing):
     ) -> IngestReport:
         """Append a transcript file to the raw log (idempotent); bad lines are
         quarantined with their line number and reason."""
+        from episodic.service.ingest import ingest_file
+
         report = ingest_file(
             self.rt.raw,
             path,
@@ -236,6 +246,8 @@ class Memory(Closing):
     ) -> CaptureReport:
         """The lines a growing transcript gained since the last capture (a
         rewritten one is read again); `user_id` owns the offset."""
+        from episodic.service.capture import capture_file
+
         rt = self.rt
         return capture_file(
             rt.raw,
@@ -249,6 +261,8 @@ class Memory(Closing):
 
     def drain_spool(self) -> DrainReport:
         """Capture what the agent hooks spooled (`episodic-hook`)."""
+        from episodic.service.drain import drain_spool
+
         return drain_spool(self.rt)
 
     def consolidate(
@@ -363,15 +377,21 @@ class Memory(Closing):
 
     def doctor(self, user_id: str | None = None, *, repair: bool = False) -> DoctorReport:
         """Check (and with `repair`, mend) the store's invariants."""
+        from episodic.service.doctor import run_doctor
+
         self.settle(user_id)
         return run_doctor(self.rt, user_id, repair=repair)
 
     # ---- transfer ----------------------------------------------------------
     def export(self, user_id: str, out: Path) -> TransferReport:
+        from storage.transfer import export_user
+
         self.settle(user_id)
         return export_user(self.rt.store, user_id, out)
 
     def import_(self, src: Path) -> TransferReport:
+        from storage.transfer import import_dir
+
         report = import_dir(self.rt.store, src)
         self.rt.store.ensure_indexes()
         return report

@@ -1,0 +1,44 @@
+"""`episodic status` is run often and must start quickly: it reads the store,
+so it loads LanceDB, but not the libraries of verbs it does not run (polars,
+Lance's own dataset module, the model providers' retry stack, the doctor, the
+ingest formats, the transfer code). Checked by modules loaded, not by time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+PROBE = """
+import contextlib, io, json, sys
+from episodic.adapters.cli.main import main
+sys.argv = ["episodic", "status", "--json"]
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        main()
+    except SystemExit as e:
+        assert not e.code, e.code
+heavy = ("polars", "lance", "tenacity", "episodic.service.doctor",
+         "episodic.ingest.chat", "storage.transfer")
+print(json.dumps({"rows": json.loads(out.getvalue()),
+                  "loaded": sorted(m for m in heavy if m in sys.modules),
+                  "store": "lancedb" in sys.modules}))
+"""
+
+
+def test_status_loads_the_store_and_nothing_it_does_not_use(tmp_path: Path) -> None:
+    env = {"EPISODIC_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["rows"] == [] and got["store"] is True
+    assert got["loaded"] == []
