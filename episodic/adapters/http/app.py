@@ -10,6 +10,7 @@ JSON 4xx (`{"detail": ...}`); keys are never logged.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -299,6 +300,10 @@ def serve_api(host: str, port: int) -> None:
             delay = memory.settings.auto_consolidate_s
             pilot = Autopilot(memory, delay) if delay > 0 else None
             app = BodyLimit(create_app(memory, owns_memory=True, autopilot=pilot))
+            # the libraries' objects, loaded once, out of the collector: a full
+            # collection walked them all (0.2 s with every request waiting:
+            # the API's latency tail, docs/perf/notes.md)
+            gc.freeze()
             # access log off: a URL could carry a key a client put in the wrong place
             uvicorn.run(
                 app, host=host, port=port, access_log=False, log_level="warning", http=TimedH11

@@ -10,6 +10,7 @@ text says why. stdout carries the protocol only.
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -114,8 +115,10 @@ def serve_mcp(user_id: str) -> None:
     with Embedded(journal=True) as memory:
         delay = memory.settings.auto_consolidate_s
         pilot = Autopilot(memory, delay).start() if delay > 0 else None
+        server = build_server(user_id, memory, autopilot=pilot)
+        gc.freeze()  # as the HTTP API does: no full collection walks the libraries
         try:
-            build_server(user_id, memory, autopilot=pilot).run("stdio")
+            server.run("stdio")
         finally:
             if pilot is not None:
                 pilot.stop()
