@@ -13,6 +13,7 @@ with their Idempotency-Keys.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,11 +65,20 @@ def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
 def bench_api(
     turns: int = 24_000, clients: int = 8, batch: int = 100, seconds: float = 60.0, kills: int = 3
 ) -> dict[str, Any]:
+    home = Path(tempfile.mkdtemp(prefix="episodic-bench-api-"))
+    try:
+        return _bench_in(home, turns, clients, batch, seconds, kills)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)  # 60 MB a run
+
+
+def _bench_in(
+    home: Path, turns: int, clients: int, batch: int, seconds: float, kills: int
+) -> dict[str, Any]:
     from episodic.bench.corpus import machine, report, target
     from storage.db import Store
     from storage.keys import ApiKeys
 
-    home = Path(tempfile.mkdtemp(prefix="episodic-bench-api-"))
     proc, url = _start(home)
     key = ApiKeys(Store(str(home / "lancedb"))).create("bench")[0]
     headers = {"Authorization": f"Bearer {key}"}
