@@ -25,6 +25,14 @@ for _secret in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's temporary home goes with it (its Prefect database and the
+    stores tests left there: tens of MB a run)."""
+    import shutil
+
+    shutil.rmtree(_HOME, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def _close_memories() -> Iterator[None]:
     """The memories a test built (tests.integration.helpers.make_memory) end with it."""
