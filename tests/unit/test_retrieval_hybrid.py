@@ -44,8 +44,9 @@ def test_relevance_is_on_a_fixed_scale() -> None:
     top = (W_TEXT + W_DENSE) / (RRF_K + 1)
     assert relevance(top) == 1.0
     assert relevance(0.0) == 0.0
-    # a lone weak candidate stays weak: no min-max over the candidates
-    assert relevance(W_DENSE / (RRF_K + 50)) < 0.25
+    # a lone weak candidate (50th in one ranking only) stays weak: no min-max
+    # over the candidates
+    assert relevance(W_DENSE / (RRF_K + 50)) < 0.3
 
 
 def test_fixed_score_components_and_weights() -> None:
