@@ -11,19 +11,21 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from episodic.llm.base import LLMProvider, Message, OfflineAnswerable, Usage
-    from episodic.llm.cache import CachedProvider, ResponseCache
-    from episodic.llm.factory import make_provider
-    from episodic.llm.fake import FakeProvider
-    from episodic.llm.fallback import (
-        OFFLINE,
-        OFFLINE_FALLBACK,
-        Answer,
-        structured_or_offline,
-    )
-    from episodic.llm.offline import OfflineProvider
-    from episodic.llm.retry import RetryPolicy
+if TYPE_CHECKING:  # the names, typed; `X as X` marks each as this package's
+    from episodic.llm.base import LLMProvider as LLMProvider
+    from episodic.llm.base import Message as Message
+    from episodic.llm.base import OfflineAnswerable as OfflineAnswerable
+    from episodic.llm.base import Usage as Usage
+    from episodic.llm.cache import CachedProvider as CachedProvider
+    from episodic.llm.cache import ResponseCache as ResponseCache
+    from episodic.llm.factory import make_provider as make_provider
+    from episodic.llm.fake import FakeProvider as FakeProvider
+    from episodic.llm.fallback import OFFLINE as OFFLINE
+    from episodic.llm.fallback import OFFLINE_FALLBACK as OFFLINE_FALLBACK
+    from episodic.llm.fallback import Answer as Answer
+    from episodic.llm.fallback import structured_or_offline as structured_or_offline
+    from episodic.llm.offline import OfflineProvider as OfflineProvider
+    from episodic.llm.retry import RetryPolicy as RetryPolicy
 
 _HOME = {
     "LLMProvider": "base",
@@ -41,23 +43,6 @@ _HOME = {
     "OfflineProvider": "offline",
     "RetryPolicy": "retry",
 }
-
-__all__ = [
-    "OFFLINE",
-    "OFFLINE_FALLBACK",
-    "Answer",
-    "CachedProvider",
-    "FakeProvider",
-    "LLMProvider",
-    "Message",
-    "OfflineAnswerable",
-    "OfflineProvider",
-    "ResponseCache",
-    "RetryPolicy",
-    "Usage",
-    "make_provider",
-    "structured_or_offline",
-]
 
 
 def __getattr__(name: str) -> Any:
