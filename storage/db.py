@@ -115,21 +115,24 @@ class Store:
         version = tbl.version  # read_consistency_interval=0: the newest commit
         ds = self._datasets.get(tbl.name)
         if ds is None:
-            if self._read_session is None:
-                import lance
-
-                # one cache for every dataset, a quarter of the connection's
-                # (EPISODIC_LANCE_CACHE_MB): the search reads a few indexes
-                mib = 1024 * 1024
-                self._read_session = lance.Session(  # type: ignore[attr-defined]
-                    index_cache_size_bytes=self._cache_mb * mib * 3 // 16,
-                    metadata_cache_size_bytes=self._cache_mb * mib // 16,
-                )
-            ds = tbl.to_lance(session=self._read_session)
+            ds = tbl.to_lance(session=self._session())
         if ds.version != version:
             ds = ds.checkout_version(version)
         self._datasets[tbl.name] = ds
         return ds
+
+    def _session(self) -> Any:
+        """One cache for every dataset, a quarter of the connection's
+        (EPISODIC_LANCE_CACHE_MB): the search reads a few indexes."""
+        if self._read_session is None:
+            import lance
+
+            mib = 1024 * 1024
+            self._read_session = lance.Session(  # type: ignore[attr-defined]
+                index_cache_size_bytes=self._cache_mb * mib * 3 // 16,
+                metadata_cache_size_bytes=self._cache_mb * mib // 16,
+            )
+        return self._read_session
 
     def table_names(self) -> list[str]:
         return list(schemas.TABLES)
@@ -200,8 +203,10 @@ class Store:
         above the process for 200 rows of a 6,000-row episodes table; the same
         merge through pylance 8-10 MB, with the same commit (an Update that
         rewrites the rows) and the same retries on a conflicting commit
-        (docs/perf/notes.md, memory)."""
-        return self.dataset(self.table(name)).merge_insert(key)
+        (docs/perf/notes.md, memory). Each merge opens its own dataset on the
+        shared session: a merge borrows its dataset mutably, and two threads
+        merging through the one cached for reads panicked (PyBorrowMutError)."""
+        return self.table(name).to_lance(session=self._session()).merge_insert(key)
 
     def count(self, name: str) -> int:
         """Rows in a table (every user's)."""
