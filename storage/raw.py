@@ -32,6 +32,7 @@ from storage.db import Store
 from storage.lease import file_lock
 from storage.rows import StreamHead as StreamHead
 from storage.rows import stream_key as stream_key
+from storage.stored_ids import StoredIds
 
 
 @dataclass
@@ -82,6 +83,10 @@ class RawLog:
         self.turns = store.table("raw_turns")
         self.heads = store.table("streams")
         self.rejects = store.table("rejected_input")
+        self.stored = StoredIds(store)
+        # raw's and the heads' versions after this process's last append: a
+        # stale head needs another writer (or a restore), which moves one
+        self._heads_true_at: tuple[int, int] | None = None
 
     # ---- writes -------------------------------------------------------
     def append(self, items: Iterable[TurnIn]) -> AppendResult:
@@ -108,8 +113,13 @@ class RawLog:
         fresh = [t for tid, t in unique.items() if tid not in existing]
         result.duplicates += len(unique) - len(fresh)
         # also when every turn is a duplicate: that is the re-ingest after a crash
-        heads = self._checked_heads({(t.user_id, t.stream_id) for t in unique.values()})
+        keys = {(t.user_id, t.stream_id) for t in unique.values()}
+        if self._versions() == self._heads_true_at:
+            heads = self._heads_for(keys)  # neither table changed since our own append
+        else:
+            heads = self._checked_heads(keys)
         if not fresh:
+            self._heads_true_at = self._versions()
             return result
         now = now_utc()
         rows: list[dict[str, object]] = []
@@ -146,6 +156,9 @@ class RawLog:
         self.store.insert_new("raw_turns", rows)
         crashpoint("append_after_raw")  # rows committed, heads not: the stale-head window
         self._write_heads(new_heads.values())
+        # under the append lock nobody else appended in between: raw and the
+        # heads at these versions agree, so the next append need not count
+        self._heads_true_at = self._versions()
         crashpoint("append_after_heads")
         result.accepted = len(rows)
         result.turn_ids = [str(r["turn_id"]) for r in rows]
@@ -166,9 +179,16 @@ class RawLog:
         return len(rows)
 
     def existing_ids(self, turn_ids: list[str]) -> set[str]:
-        """Which of `turn_ids` raw holds (ids are scoped by user in their hash)."""
-        rows = self.store.where_in("raw_turns", "turn_id", turn_ids, columns=["turn_id"])
+        """Which of `turn_ids` raw holds (ids are scoped by user in their hash);
+        only those the in-memory index cannot rule out are looked up."""
+        maybe = self.stored.maybe(turn_ids)
+        if not maybe:
+            return set()
+        rows = self.store.where_in("raw_turns", "turn_id", maybe, columns=["turn_id"])
         return {str(r["turn_id"]) for r in rows}
+
+    def _versions(self) -> tuple[int, int]:
+        return int(self.turns.version), int(self.heads.version)
 
     def _heads_for(self, keys: set[StreamKey]) -> dict[StreamKey, StreamHead]:
         ids = sorted(stream_key(u, s) for u, s in keys)

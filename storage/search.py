@@ -15,7 +15,6 @@ from typing import Any
 
 import pyarrow as pa
 from lancedb import col, lit
-from lancedb.expr import Expr
 from lancedb.index import FTS
 
 from episodic.retrieval import RRF_K, W_DENSE, W_TEXT, rrf_scores
@@ -47,13 +46,6 @@ def fuse(
     return rrf_scores([text_ids, dense_ids], k=k, weights=[w_text, w_dense])
 
 
-def read(store: Store, tbl: Any, cond: Expr, columns: Sequence[str]) -> list[dict[str, Any]]:
-    """The rows matching `cond` (bound literals, `filters.sql`), through the
-    table's pylance dataset (`Store.dataset`)."""
-    got = store.dataset(tbl).to_table(filter=filters.sql(cond), columns=list(columns))
-    return list(got.to_pylist())
-
-
 def episodes_holding(
     store: Store, user_id: str, seqs: Mapping[str, Sequence[int]]
 ) -> dict[tuple[str, int], dict[str, Any]]:
@@ -69,9 +61,8 @@ def episodes_holding(
         & (col("first_seq") <= lit(hi))
         & (col("last_seq") >= lit(lo))
     )
-    rows = read(
-        store,
-        store.table("episodes"),
+    rows = store.read(
+        "episodes",
         cond,
         ["episode_id", "stream_id", "first_seq", "last_seq", "salience", "status"],
     )

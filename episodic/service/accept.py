@@ -152,7 +152,8 @@ def _one_text_per_id(
     named = [t.turn_id for t in items if isinstance(t, TurnIn) and t.native_id]
     stored: dict[str, str] = {}
     if named:
-        stored = {t.turn_id: t.text for t in writer.raw.by_ids(user_id, named)}
+        maybe = writer.raw.stored.maybe(named)  # the rest are certainly new
+        stored = {t.turn_id: t.text for t in writer.raw.by_ids(user_id, maybe)}
         stored.update(writer.pending_texts(named))
     turns: list[TurnIn] = []
     rejects: list[Rejected] = []
