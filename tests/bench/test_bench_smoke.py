@@ -111,3 +111,15 @@ def test_llm_counts_calls_per_step_and_a_cached_rerun_asks_nothing() -> None:
     groups = res["fact_scenarios"]["by_written"]
     assert groups["after"]["recall"] >= 0.9 and groups["held-out"]["recall"] >= 0.9, groups
     assert groups["before"]["recall"] >= 0.30, groups["before"]  # floor of today's rules
+
+
+def test_api_reports_both_loops_and_loses_nothing() -> None:
+    from episodic.bench.api import bench_api
+
+    res = bench_api(turns=1600, clients=2, batch=100, kills=0)
+    assert res["accepted"] == 1600 and res["duplicates_reported"] == res["resent_turns"] > 0
+    paced = res["paced"]
+    assert paced["batches"] == 16 and paced["accepted"] == 1600 and paced["errors"] == 0
+    assert 0 < paced["p50_ms"] <= paced["p99_ms"] <= paced["max_ms"]
+    assert res["stored_turns"] == 3200 and (res["lost"], res["stored_twice"]) == (0, 0)
+    _target_shape(res)
