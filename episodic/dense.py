@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+NORM_ROWS = 1024  # rows normalised at a time: a 1.5 MB temporary, not one the size of the set
+
 
 class Dense:
     def __init__(self, dim: int) -> None:
@@ -17,19 +19,27 @@ class Dense:
     def __len__(self) -> int:
         return self._n
 
+    def reserve(self, rows: int) -> None:
+        """Room for `rows` rows in all, so appends in parts copy nothing."""
+        if rows > len(self._rows):
+            grown = np.zeros((rows, self.dim), np.float32)
+            grown[: self._n] = self._rows[: self._n]
+            self._rows = grown
+
     def extend(self, vectors: np.ndarray) -> None:
         """Append rows (n, dim), normalised here."""
         if not len(vectors):
             return
         raw = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
-        norms = np.linalg.norm(raw, axis=1, keepdims=True)
-        v = raw / np.where(norms > 0.0, norms, 1.0)
-        need = self._n + len(v)
+        need = self._n + len(raw)
         if need > len(self._rows):  # grow by half again: appends stay amortised O(1)
-            grown = np.zeros((max(need, len(self._rows) * 3 // 2 + 64), self.dim), np.float32)
-            grown[: self._n] = self._rows[: self._n]
-            self._rows = grown
-        self._rows[self._n : need] = v
+            self.reserve(max(need, len(self._rows) * 3 // 2 + 64))
+        for at in range(0, len(raw), NORM_ROWS):  # normalised in place, in parts:
+            part = raw[at : at + NORM_ROWS]  # no temporary as large as the rows
+            v = self._rows[self._n + at : self._n + at + len(part)]
+            v[...] = part
+            norms = np.linalg.norm(v, axis=1, keepdims=True)
+            v /= np.where(norms > 0.0, norms, 1.0)
         self._n = need
 
     def cosines(self, q: np.ndarray) -> np.ndarray:

@@ -181,6 +181,7 @@ def consolidate(
     users = sorted(todo.items())
     step = rt.settings.user_threads  # users at once: memory grows with it
     for i in range(0, len(users), step):
+        _keep_indexes(rt, logger)  # the users before these appended episodes and facts
         futures = {
             uid: consolidate_user_task.submit(memory, uid, s, flush)
             for uid, s in users[i : i + step]
@@ -203,6 +204,23 @@ def consolidate(
     markdown = consolidate_markdown(summary) + _pictures(rt, sorted(by_user), plot)
     publish_markdown("consolidate-report", markdown, "Consolidation run")
     return summary
+
+
+# the tables a consolidation writes; raw's indexes are the ingest's and maintain's
+WRITTEN = (
+    "turn_vectors", "episodes", "facts", "fact_history", "reflections",
+    "segmenter_state", "reflection_marks",
+)  # fmt: skip
+
+
+def _keep_indexes(rt: Runtime, logger: Any) -> None:
+    """Merges look their keys up instead of joining whole tables; between
+    groups of users, so no user's write races the index commit. An index is
+    a speed-up: failing to make one never fails the run."""
+    try:
+        rt.store.keep_scalar_indexes(WRITTEN)
+    except Exception as e:
+        logger.warning("could not bring the tables' indexes up to date: %s", e)
 
 
 def _llm_state(rt: Runtime) -> tuple[dict[str, dict[str, float]], dict[str, int]]:

@@ -50,6 +50,15 @@ def _speaker(role: str, meta: dict[str, Any]) -> str:
     return str(name) if isinstance(name, str) and name else role
 
 
+def _matrix(chunk: Any) -> np.ndarray:
+    """A chunk of a vector column as float32 rows, straight from Arrow: through
+    Python lists a user's 10,000 vectors were 3.8 million float objects at once
+    (+100 MB on a reflection's load); a chunk without nulls is not copied."""
+    flat = chunk.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    rows: np.ndarray = flat.reshape(len(chunk), -1)
+    return rows
+
+
 def _meta(raw: Any) -> dict[str, Any]:
     try:
         out = json.loads(raw or "{}")
@@ -94,9 +103,9 @@ class TurnSet:
         fresh.sort(key=lambda r: (str(r["stream_id"]), int(r["seq"])))
         for r in fresh:
             self._add(r)
-        held = [t for t, v in self._pending.items() if t in self._pos]
+        held = [t for t in self._pending if t in self._pos]
         if held:
-            self._attach(held, [self._pending.pop(t) for t in held])
+            self._attach(held, np.stack([self._pending.pop(t) for t in held]))
         return True
 
     def _add(self, r: dict[str, Any]) -> None:
@@ -150,29 +159,37 @@ class TurnSet:
     def add_vectors(self, table: pa.Table) -> None:
         """Attach the vectors of `table` (turn_id, vector) to their turns; a
         vector whose turn is not read yet waits for it."""
-        ids = [str(x) for x in table.column("turn_id").to_pylist()]
-        if not ids:
-            return
-        # straight from Arrow: through Python lists, a user's 10,000 vectors
-        # were 3.8 million float objects at once (+100 MB on a reflection's load)
-        flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        vecs = flat.astype(np.float32, copy=False).reshape(len(ids), -1)
+        self.dense.reserve(len(self.dense) + table.num_rows)
+        for batch in table.to_batches():  # a batch at a time: no copy of the whole delta
+            ids = [str(x) for x in batch.column("turn_id").to_pylist()]
+            self._add_vectors(ids, _matrix(batch.column("vector")))
+
+    def _add_vectors(self, ids: list[str], vecs: np.ndarray) -> None:
         known = [i for i, t in enumerate(ids) if t in self._pos]
         for i, t in enumerate(ids):
             if t not in self._pos:
-                self._pending[t] = vecs[i]
-        self._attach([ids[i] for i in known], [vecs[i] for i in known])
+                self._pending[t] = vecs[i].copy()  # a view would keep the whole delta
+        if len(known) == len(ids):
+            self._attach(ids, vecs)
+        else:
+            self._attach([ids[i] for i in known], vecs[known])
 
-    def _attach(self, ids: list[str], vecs: list[np.ndarray]) -> None:
-        new: dict[int, np.ndarray] = {}
-        for t, v in zip(ids, vecs, strict=True):
+    def _attach(self, ids: list[str], vecs: np.ndarray) -> None:
+        """Rows of `vecs` for the turns `ids`, those without one yet, the last
+        row of a turn named twice."""
+        rows: dict[int, int] = {}  # position -> row of `vecs`
+        for i, t in enumerate(ids):
             p = self._pos[t]
             if p not in self._with_vector:
-                new[p] = v
-        if new:
-            self.dense.extend(np.stack(list(new.values())))
-            self._vector_of.extend(new)
-            self._with_vector.update(new)
+                rows[p] = i
+        if not rows:
+            return
+        take = np.fromiter(rows.values(), dtype=np.int64, count=len(rows))
+        # every row in order (a first load): no copy before the dense matrix's own
+        whole = len(take) == len(vecs) and bool((take == np.arange(len(vecs))).all())
+        self.dense.extend(vecs if whole else vecs[take])
+        self._vector_of.extend(rows)
+        self._with_vector.update(rows)
 
     def turn_of_vector(self, row: int) -> int:
         return int(self._vector_of[row])

@@ -147,6 +147,10 @@ def test_fan_out_one_task_per_user_same_end_state(tmp_path: Path) -> None:
         want = [(e.first_seq, e.last_seq) for e in alone.rt.episodes.list(u)]
         got = [(e.first_seq, e.last_seq) for e in m.rt.episodes.list(u)]
         assert got == want and got
+    # between the two groups the flow indexed the keys the third user's merges
+    # join on (without, a merge joined the whole table), and the result is the same
+    indexed = {ix.columns[0] for ix in m.rt.store.table("episodes").list_indices()}
+    assert {"episode_id", "user_id"} <= indexed
 
 
 def test_default_takes_no_prefect_slot(tmp_path: Path) -> None:

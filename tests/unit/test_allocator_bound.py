@@ -53,3 +53,30 @@ def _mapped(mode: str) -> int:
 def test_large_blocks_stay_mapped_once_bound() -> None:
     assert _mapped("default") == 0  # glibc's dynamic threshold: from a heap
     assert _mapped("bound") == 1  # fixed threshold: its own mapping
+
+
+POOL = """
+import pyarrow as pa
+from storage.allocator import bound
+bound()
+print(pa.default_memory_pool().backend_name)
+"""
+
+
+def _pool(env: dict[str, str]) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", POOL],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.skipif(_LIBC is None, reason="glibc only")
+def test_arrow_allocates_through_glibc_unless_the_operator_chose() -> None:
+    # mimalloc, pyarrow's default, kept 86-107 MB it had freed (docs/perf/notes.md)
+    assert _pool({}) == "system"
+    assert _pool({"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}) == "mimalloc"
