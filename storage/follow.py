@@ -26,6 +26,9 @@ _ADDING = frozenset(
 )
 
 
+SCAN_BATCH = 1024  # rows per batch of a follower's read
+
+
 @dataclass(frozen=True)
 class Delta:
     rows: pa.Table  # the user's rows of the fragments new since the last poll
@@ -82,4 +85,7 @@ class Follower:
         if not fragments:
             return ds.schema.empty_table().select(names)
         where = filters.sql(self.where)
-        return ds.scanner(fragments=fragments, filter=where, columns=names).to_table()
+        # small batches: with the default ones a user's 10,000 vectors (15 MB)
+        # peaked +30-45 MB in the scan, with these +18 (and read no slower)
+        scan = ds.scanner(fragments=fragments, filter=where, columns=names, batch_size=SCAN_BATCH)
+        return scan.to_table()
