@@ -1,7 +1,7 @@
 """The one search over a user's memory (docs/retrieval.md): BM25 and cosine
 candidates on turns, facts and reflections, fused by reciprocal rank, scored
-on fixed scales (relevance + recency + importance), each turn hit returned
-with its neighbours; the recalls are noted off the query path."""
+on fixed scales (relevance + recency + importance), a turn hit returned
+alone (`CONTEXT_TURNS`); the recalls are noted off the query path."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ class Hit(View):
     kind: str  # turn | fact | reflection
     item_id: str
     text: str
-    turns: list[HitTurn]  # the returned turns: hit first, then its neighbours
+    turns: list[HitTurn]  # the returned turns: the hit (then its neighbours, if CONTEXT_TURNS)
     episode_id: str | None
     provenance: list[str]  # episodes a fact or reflection cites
     score: float

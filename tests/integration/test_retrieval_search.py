@@ -54,6 +54,16 @@ def test_hits_carry_their_score_components(memory: Memory) -> None:
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
+def test_a_turn_hit_comes_without_its_neighbours(memory: Memory) -> None:
+    # a minute apart, within the context gap: still the hit alone
+    said = [
+        {**_said(t, 0), "ts": (T0 + timedelta(minutes=i)).isoformat()} for i, t in enumerate(TEXTS)
+    ]
+    memory.add("u3", said)
+    hits = memory.search("u3", "deploy payment service staging helm", k=1, now=NOW)
+    assert [t.text for t in hits[0].turns] == [TEXTS[1]]
+
+
 def test_reflections_are_found_and_their_recall_written_on_flush(memory: Memory) -> None:
     rt = memory.rt
     r = reflection(rt, "u1", "Rex the dog is a recurring worry: vet visits and vaccines")

@@ -108,9 +108,15 @@ def test_a_run_of_one_speakers_messages_reads_back_to_what_drew_it() -> None:
 
 def test_context_is_hit_first_and_stops_at_gaps() -> None:
     times = [T0, T0 + timedelta(minutes=1), T0 + timedelta(minutes=2), T0 + timedelta(hours=5)]
-    assert context_rows([1, 2, 3, 4], times, 1) == [1, 0, 2]
-    assert context_rows([1, 2, 3, 4], times, 2) == [2, 1]  # 3 is five hours later
-    assert context_rows([1, 2, 4, 5], times, 1) == [1, 0]  # seq 3 missing: a hole
+    assert context_rows([1, 2, 3, 4], times, 1, n=1) == [1, 0, 2]
+    assert context_rows([1, 2, 3, 4], times, 2, n=1) == [2, 1]  # 3 is five hours later
+    assert context_rows([1, 2, 4, 5], times, 1, n=1) == [1, 0]  # seq 3 missing: a hole
+
+
+def test_a_turn_hit_returns_itself_alone() -> None:
+    # its neighbours come back only when they rank on their own (passage relevance)
+    times = [T0 + timedelta(minutes=i) for i in range(3)]
+    assert context_rows([1, 2, 3], times, 1) == [1]
 
 
 def test_passage_relevance_is_half_own_half_the_mean_around() -> None:
