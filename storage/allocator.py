@@ -56,6 +56,7 @@ MMAP_THRESHOLD = 128 * 1024  # glibc's own starting value, kept: larger blocks a
 _OWN = ("MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")
 _bound = threading.Lock()
 _done = False
+_fixed = False  # the threshold is ours
 
 
 def release() -> None:
@@ -71,13 +72,14 @@ def bound() -> bool:
     is no glibc or the environment sets its own threshold (an operator's
     ARROW_DEFAULT_MEMORY_POOL keeps its pool). Changes no result, only where
     memory comes from."""
-    global _done
+    global _done, _fixed
     if _LIBC is None:
         return False
     with _bound:
-        if not _done and "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
-            pa.set_memory_pool(pa.system_memory_pool())
-        if not _done and not any(k in os.environ for k in _OWN):
-            _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-        _done = True
-        return not any(k in os.environ for k in _OWN)
+        if not _done:
+            if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
+                pa.set_memory_pool(pa.system_memory_pool())
+            own = any(k in os.environ for k in _OWN)
+            _fixed = not own and _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+            _done = True
+        return _fixed
