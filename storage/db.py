@@ -288,17 +288,14 @@ class Store:
             if tbl.count_rows() == 0:
                 continue
             have = {ix.columns[0]: ix.name for ix in tbl.list_indices() if len(ix.columns) == 1}
-            for column in scalar_columns(name):
+            columns = scalar_columns(name)
+            for column in columns:
                 if column not in have:
                     tbl.create_index(column, config=BTree())
                     made.setdefault(name, []).append(column)
             if fold_at is None:
                 continue
-            stale = [
-                have[c]
-                for c in scalar_columns(name)
-                if c in have and _unindexed(tbl, have[c]) >= fold_at
-            ]
+            stale = [have[c] for c in columns if c in have and _unindexed(tbl, have[c]) >= fold_at]
             if stale:  # its own dataset: the cached one is shared with reads
                 tbl.to_lance(session=self._session()).optimize.optimize_indices(index_names=stale)
                 made.setdefault(name, []).extend(f"folded:{n}" for n in stale)

@@ -165,9 +165,11 @@ class TurnSet:
             self._add_vectors(ids, _matrix(batch.column("vector")))
 
     def _add_vectors(self, ids: list[str], vecs: np.ndarray) -> None:
-        known = [i for i, t in enumerate(ids) if t in self._pos]
+        known = []
         for i, t in enumerate(ids):
-            if t not in self._pos:
+            if t in self._pos:
+                known.append(i)
+            else:
                 self._pending[t] = vecs[i].copy()  # a view would keep the whole delta
         if len(known) == len(ids):
             self._attach(ids, vecs)
