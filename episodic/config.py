@@ -82,6 +82,9 @@ class Settings(HomeSettings):
     # memory grows with this; on 2 cores more threads bought no speed offline
     # (a network model waits on I/O: raise it there)
     user_threads: Annotated[int, Field(ge=1)] = 2
+    # while a group of users scores and merges (Python, one core), embed the
+    # next group's new turns on the cores the embedder would leave idle
+    embed_ahead: bool = True
     # LanceDB's index + metadata caches, in MiB. A cache fills to its bound in
     # a long run (a folded index leaves its old pages in it): 512 held 138 MB
     # at 200k turns; 64 kept the search at 1M turns as fast (8.7 / 11.2 ms

@@ -16,6 +16,7 @@ from prefect.states import Completed
 from episodic.alerts import StreamLag
 from episodic.llm.prices import estimated_cost_usd
 from episodic.models import now_utc, stable_id
+from episodic.service.embed_ahead import EmbedAhead
 from episodic.service.memory import Memory
 from episodic.service.runtime import Runtime
 from episodic.service.segment import idle_due
@@ -180,15 +181,17 @@ def consolidate(
     by_user: dict[str, Any] = {}
     users = sorted(todo.items())
     step = rt.settings.user_threads  # users at once: memory grows with it
-    for i in range(0, len(users), step):
-        _keep_indexes(rt, logger)  # the users before these appended episodes and facts
-        futures = {
-            uid: consolidate_user_task.submit(memory, uid, s, flush)
-            for uid, s in users[i : i + step]
-        }
-        by_user |= {uid: f.result() for uid, f in futures.items()}
+    groups = [users[i : i + step] for i in range(0, len(users), step)]
+    with EmbedAhead(rt, enabled=rt.settings.embed_ahead) as ahead:
+        for i, group in enumerate(groups):
+            ahead.wait()  # its writes land before the index upkeep
+            _keep_indexes(rt, logger)  # the users before these appended episodes and facts
+            futures = {uid: consolidate_user_task.submit(memory, uid, s, flush) for uid, s in group}
+            ahead.start(groups[i + 1] if i + 1 < len(groups) else [])
+            by_user |= {uid: f.result() for uid, f in futures.items()}
     usage = {k: v - usage_before.get(k, 0) for k, v in rt.provider.usage.as_dict().items()}
     summary = summarise(by_user, usage, time.monotonic() - started, began)
+    summary["embedded_ahead"] = ahead.embedded
     stages = rt.stages.since(stages_before)
     stages[Stage.LLM.value] = round(_llm_wait(rt) - wait_before, 3)
     summary["stages"] = stages
@@ -302,9 +305,10 @@ def _log_run(logger: Any, summary: dict[str, Any]) -> None:
     """What happened, in the run's log (the Prefect UI shows it beside the tasks)."""
     reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary["by_reason"].items())) or "none"
     logger.info(
-        "read %d turns of %d users; closed %d episodes (%s); %d turns still open",
-        summary["turns_processed"], len(summary["users"]), summary["episodes_closed"],
-        reasons, summary["open_turns"],
+        "read %d turns of %d users (%d embedded ahead); closed %d episodes (%s); "
+        "%d turns still open",
+        summary["turns_processed"], len(summary["users"]), summary["embedded_ahead"],
+        summary["episodes_closed"], reasons, summary["open_turns"],
     )  # fmt: skip
     ev = summary["fact_events"]
     logger.info(
@@ -392,6 +396,7 @@ def summarise(
         "fact_events": dict(events),
         "reflections": reflections,
         "open_turns": lag_turns,
+        "embedded_ahead": 0,  # turns embedded while earlier users consolidated
         "oldest_turn_processed": oldest,
         "users": sorted(by_user),
         "llm_calls": usage.get("calls", 0),

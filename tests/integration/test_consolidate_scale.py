@@ -139,6 +139,11 @@ def test_fan_out_one_task_per_user_same_end_state(tmp_path: Path) -> None:
     runs = sorted((t.start_time, t.end_time) for t in per_user)
     assert runs[1][0] < runs[0][1]
     assert runs[2][0] >= min(runs[0][1], runs[1][1])
+    # the third user's turns were embedded while the first two consolidated,
+    # each once (its poll found them stored)
+    third = len(synthetic_stream(user="u3", n_per_topic=10))
+    assert _summary(state)["embedded_ahead"] == third
+    assert m.rt.store.table("turn_vectors").count_rows() == 3 * third
     # the same episodes as one user at a time
     for u in users:
         alone = make_memory(tmp_path / f"alone-{u}")
@@ -151,6 +156,15 @@ def test_fan_out_one_task_per_user_same_end_state(tmp_path: Path) -> None:
     # join on (without, a merge joined the whole table), and the result is the same
     indexed = {ix.columns[0] for ix in m.rt.store.table("episodes").list_indices()}
     assert {"episode_id", "user_id"} <= indexed
+
+
+def test_embedding_ahead_off_embeds_in_the_polls(tmp_path: Path) -> None:
+    m = make_memory(tmp_path / "off", user_threads=1, embed_ahead=False)
+    for u in ("u1", "u2"):
+        _ingest(m.rt, tmp_path, synthetic_stream(user=u, n_per_topic=5), f"{u}.jsonl")
+    summary = _summary(consolidate(flush=True, return_state=True, memory=m))
+    assert summary["embedded_ahead"] == 0
+    assert summary["turns_processed"] == m.rt.store.table("turn_vectors").count_rows() > 0
 
 
 def test_default_takes_no_prefect_slot(tmp_path: Path) -> None:
