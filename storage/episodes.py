@@ -106,6 +106,20 @@ class Episodes:
         cols = ["episode_id", "user_id", "stream_id", "first_seq", "last_seq", "turn_ids"]
         return q.select([*cols, "n_turns"]).limit(MAX_ROWS).to_arrow()
 
+    def scored_centroids(self, user_id: str, limit: int) -> builtins.list[builtins.list[float]]:
+        """The centroids of the scored episodes among the user's first `limit`
+        rows (what `list(user_id, limit=limit)` reads), by stream and first seq:
+        four columns, not the rows with their text."""
+        cols = ["stream_id", "first_seq", "centroid", "salience_source"]
+        q = self.table.search().where(filters.user(user_id)).select(cols).limit(limit)
+        rows = q.to_list()
+        rows.sort(key=lambda r: (r["stream_id"], r["first_seq"]))
+        return [
+            list(r["centroid"])
+            for r in rows
+            if r["salience_source"] and r["centroid"] is not None and any(r["centroid"])
+        ]
+
     def unscored(self, user_id: str, limit: int = 10_000) -> builtins.list[Episode]:
         return self.list(user_id, where=filters.eq("salience_source", ""), limit=limit)
 

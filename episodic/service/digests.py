@@ -31,3 +31,9 @@ def take(user_id: str, episode_id: str) -> list[NewFact] | None:
     """The held facts (removed), or None when this episode was not digested here."""
     with _LOCK:
         return _HELD.pop((user_id, episode_id), None)
+
+
+def held(user_id: str, episode_ids: list[str]) -> set[str]:
+    """Of these episodes, those whose facts are held (left in place)."""
+    with _LOCK:
+        return {e for e in episode_ids if (user_id, e) in _HELD}

@@ -228,9 +228,11 @@ def _merge_window(
     in one write and apply them all in one write per table. Same decisions as
     one episode at a time; a crash before the plan write decides again from an
     unchanged store, after it replays the saved plans."""
-    ids = [t for e in window if e.facts_state != FactsState.PLANNED for t in e.turn_ids]
-    known = {t.turn_id: t for t in rt.raw.by_ids(user_id, ids)}  # one read per window
     fresh = [e for e in window if not (e.facts_state == FactsState.PLANNED and e.fact_plan)]
+    # one read per window, of the turns of episodes this process did not digest
+    digested = digests.held(user_id, [e.episode_id for e in fresh])
+    ids = [t for e in fresh if e.episode_id not in digested for t in e.turn_ids]
+    known = {t.turn_id: t for t in rt.raw.by_ids(user_id, ids)} if ids else {}
     extracted = extract_window(rt, fresh, known)
     mirror: ActiveFacts | None = None
     queued: list[tuple[Episode, list[PlannedFact], str]] = []

@@ -56,11 +56,7 @@ def score_pending(
     episodes.sort(key=lambda e: (e.stream_id, e.first_seq))
     turns = _turns_of(rt, user_id, episodes)
     vecs = rt.vectors.get(user_id, list(turns), rt.embedder.name)
-    earlier = [
-        e.centroid
-        for e in rt.episodes.list(user_id, limit=PRIOR_CENTROIDS)
-        if e.salience_source and e.centroid and any(e.centroid)
-    ]
+    earlier = rt.episodes.scored_centroids(user_id, PRIOR_CENTROIDS)
     prior = np.asarray(earlier, dtype=np.float32) if earlier else None
     prepared = []
     for e in episodes:
