@@ -101,6 +101,7 @@ def reflect_user(
     # is searched first, the user's working set loaded once (evidence.py)
     opts = MemoryOptions(k=10, kinds=("turns", "facts"), record=False)
     found = evidence_hits(rt, user_id, list(focal.questions), opts, now)
+    answered: list[tuple[Any, list[str]]] = []  # (insight, the pool ids it cites)
     for q, hits in zip(focal.questions, found, strict=True):
         pool = list(sources)
         seen = {s.item_id for s in pool}
@@ -120,25 +121,26 @@ def reflect_user(
             context={"sources": pool},
         ).value
         ids = [p.item_id for p in pool]
-        cited_by = [map_evidence(ins.evidence, ids) for ins in answer.insights]
-        # ownership from storage: a pool polluted by a caller or a retrieval
-        # bug must not let another user's item into this user's reflections
-        owner_of = owners(rt, sorted({i for c in cited_by for i in c}))
-        for ins, cited in zip(answer.insights, cited_by, strict=True):
-            valid = validate_evidence(cited, user_id=user_id, owner_of=owner_of)
-            run.dropped_evidence += len(ins.evidence) - len(valid)
-            if not valid:
-                continue
-            rid = stable_id("reflection", user_id, ins.text)
-            made[rid] = Reflection(
-                reflection_id=rid,
-                user_id=user_id,
-                text=ins.text,
-                evidence_episode_ids=[i for i in valid if kind_of.get(i) == "episode"],
-                evidence_fact_ids=[i for i in valid if kind_of.get(i) == "fact"],
-                importance=insight_importance([salience_of.get(i, 5.0) for i in valid]),
-                created_at=now,
-            )
+        answered += [(ins, map_evidence(ins.evidence, ids)) for ins in answer.insights]
+    # ownership from storage, for every question's citations at once: a pool
+    # polluted by a caller or a retrieval bug must not let another user's
+    # item into this user's reflections
+    owner_of = owners(rt, sorted({i for _, cited in answered for i in cited}))
+    for ins, cited in answered:
+        valid = validate_evidence(cited, user_id=user_id, owner_of=owner_of)
+        run.dropped_evidence += len(ins.evidence) - len(valid)
+        if not valid:
+            continue
+        rid = stable_id("reflection", user_id, ins.text)
+        made[rid] = Reflection(
+            reflection_id=rid,
+            user_id=user_id,
+            text=ins.text,
+            evidence_episode_ids=[i for i in valid if kind_of.get(i) == "episode"],
+            evidence_fact_ids=[i for i in valid if kind_of.get(i) == "fact"],
+            importance=insight_importance([salience_of.get(i, 5.0) for i in valid]),
+            created_at=now,
+        )
     items = list(made.values())
     if items:
         vecs = rt.embedder.embed([r.text for r in items])
