@@ -26,6 +26,10 @@ from storage.raw_ranges import read_ranges
 
 log = logging.getLogger(__name__)
 
+# texts a call: the current users' fact and reflection texts share the
+# embedder's pool and wait behind whatever is queued
+CHUNK = 32
+
 Work = list[tuple[str, list[tuple[str, int]]]]  # user -> (stream, head seq)
 
 
@@ -87,7 +91,7 @@ class EmbedAhead:
                 read = read_ranges(rt.raw, user_id, wave)
                 turns = [t for ts in read.values() for t in ts]
                 if turns:
-                    done += len(embed_turns(rt, user_id, turns)[1])
+                    done += len(embed_turns(rt, user_id, turns, chunk=CHUNK)[1])
         return done
 
     def __enter__(self) -> EmbedAhead:

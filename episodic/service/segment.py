@@ -49,9 +49,13 @@ class StreamPoll:
     oldest_unprocessed: datetime | None = None
 
 
-def embed_turns(rt: Runtime, user_id: str, turns: list[Turn]) -> tuple[np.ndarray, set[str]]:
+def embed_turns(
+    rt: Runtime, user_id: str, turns: list[Turn], chunk: int | None = None
+) -> tuple[np.ndarray, set[str]]:
     """Vectors for the turns, embedding only those never embedded by this
-    model; and the ids of the turns embedded now."""
+    model; and the ids of the turns embedded now. `chunk`: texts handed to
+    the embedder at a time, so another caller's few texts wait behind at
+    most that many (its pool is first come, first served)."""
     model = rt.embedder.name
     ids = [t.turn_id for t in turns]
     with rt.stages.measure(Stage.READ):
@@ -59,8 +63,12 @@ def embed_turns(rt: Runtime, user_id: str, turns: list[Turn]) -> tuple[np.ndarra
     missing = [t for t in turns if t.turn_id not in have]
     if missing:
         crashpoint("embed")
+        texts = [t.text for t in missing]
+        step = chunk or len(texts)
         with rt.stages.measure(Stage.EMBED):
-            vecs = rt.embedder.embed([t.text for t in missing])
+            vecs = np.concatenate(
+                [rt.embedder.embed(texts[i : i + step]) for i in range(0, len(texts), step)]
+            )
         with rt.stages.measure(Stage.WRITE):
             rt.vectors.put(user_id, [t.turn_id for t in missing], model, vecs)
         for t, v in zip(missing, vecs, strict=True):
