@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 # texts a call: the current users' fact and reflection texts share the
 # embedder's pool and wait behind whatever is queued
 CHUNK = 32
+# turns read a time: it runs beside the current users, whose peak it adds to
+WAVE = 512
 
 Work = list[tuple[str, list[tuple[str, int]]]]  # user -> (stream, head seq)
 
@@ -80,7 +82,7 @@ class EmbedAhead:
 
     def _embed(self, work: Work) -> int:
         rt = self.rt
-        batch = max(1, rt.settings.batch_turns)
+        batch = max(1, min(rt.settings.batch_turns, WAVE))
         done = 0
         for user_id, heads in work:
             marks = rt.checkpoints.progress(user_id)
