@@ -22,6 +22,7 @@ from types import TracebackType
 
 from episodic.service.runtime import Runtime
 from episodic.service.segment import embed_turns
+from storage.lease import LeaseBusy, user_lease
 from storage.raw_ranges import read_ranges
 
 log = logging.getLogger(__name__)
@@ -82,18 +83,32 @@ class EmbedAhead:
 
     def _embed(self, work: Work) -> int:
         rt = self.rt
-        batch = max(1, min(rt.settings.batch_turns, WAVE))
         done = 0
         for user_id, heads in work:
-            marks = rt.checkpoints.progress(user_id)
-            spans = {sid: (marks.get((user_id, sid), (-1, False))[0], head) for sid, head in heads}
-            for wave in slices(spans, batch):
-                if self._stop.is_set():
-                    return done
-                read = read_ranges(rt.raw, user_id, wave)
-                turns = [t for ts in read.values() for t in ts]
-                if turns:
-                    done += len(embed_turns(rt, user_id, turns, chunk=CHUNK)[1])
+            # under the user's lease, never waiting: a forget in flight must
+            # not find vectors of its turns written back after it
+            try:
+                with user_lease(rt.store.uri, user_id, wait_s=0):
+                    done += self._embed_user(user_id, heads)
+            except LeaseBusy:
+                continue  # its own poll embeds what is missing
+            if self._stop.is_set():
+                break
+        return done
+
+    def _embed_user(self, user_id: str, heads: list[tuple[str, int]]) -> int:
+        rt = self.rt
+        batch = max(1, min(rt.settings.batch_turns, WAVE))
+        marks = rt.checkpoints.progress(user_id)
+        spans = {sid: (marks.get((user_id, sid), (-1, False))[0], head) for sid, head in heads}
+        done = 0
+        for wave in slices(spans, batch):
+            if self._stop.is_set():
+                break
+            read = read_ranges(rt.raw, user_id, wave)
+            turns = [t for ts in read.values() for t in ts]
+            if turns:
+                done += len(embed_turns(rt, user_id, turns, chunk=CHUNK)[1])
         return done
 
     def __enter__(self) -> EmbedAhead:
