@@ -51,12 +51,16 @@ class Dense:
 
     def top(self, q: np.ndarray, k: int, rows: np.ndarray | None = None) -> list[tuple[int, float]]:
         """The `k` rows (of `rows`, default all) nearest `q` by cosine, best first."""
-        c = self.cosines(q)
-        pool = np.arange(self._n) if rows is None else rows
-        if len(pool) > k:
-            pool = pool[np.argpartition(-c[pool], k - 1)[:k]]
-        order = sorted(pool.tolist(), key=lambda i: (-c[i], i))
-        return [(i, float(c[i])) for i in order]
+        return best(self.cosines(q), k, rows)
 
     def nbytes(self) -> int:
         return int(self._rows.nbytes)
+
+
+def best(scores: np.ndarray, k: int, rows: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """The `k` rows (of `rows`, default all) of highest score, best first, ties by row."""
+    pool = np.arange(len(scores)) if rows is None else rows
+    if len(pool) > k:
+        pool = pool[np.argpartition(-scores[pool], k - 1)[:k]]
+    order = sorted(pool.tolist(), key=lambda i: (-scores[i], i))
+    return [(i, float(scores[i])) for i in order]

@@ -17,7 +17,7 @@ import pyarrow as pa
 from lancedb import col, lit
 from lancedb.index import FTS
 
-from episodic.retrieval import RRF_K, W_DENSE, W_TEXT, rrf_scores
+from episodic.retrieval import RRF_K, W_DENSE, W_SPREAD, W_TEXT, rrf_scores
 from storage import filters
 from storage.db import Store
 
@@ -41,9 +41,18 @@ def fuse(
     w_text: float = W_TEXT,
     w_dense: float = W_DENSE,
     k: int = RRF_K,
+    spread_ids: Sequence[str] = (),
+    w_spread: float = W_SPREAD,
 ) -> list[tuple[str, float]]:
-    """The one RRF: sum of w / (k + rank) over the two rankings, best first."""
-    return rrf_scores([text_ids, dense_ids], k=k, weights=[w_text, w_dense])
+    """The one RRF: sum of w / (k + rank) over the rankings, best first. With
+    the turns' `spread_ids` (`retrieval.W_SPREAD`) as a third, scaled so that
+    first in every ranking scores what first in the two does (`relevance`'s
+    fixed scale)."""
+    if not spread_ids:
+        return rrf_scores([text_ids, dense_ids], k=k, weights=[w_text, w_dense])
+    fused = rrf_scores([text_ids, dense_ids, spread_ids], k=k, weights=[w_text, w_dense, w_spread])
+    scale = (w_text + w_dense) / (w_text + w_dense + w_spread)
+    return [(i, s * scale) for i, s in fused]
 
 
 def episodes_holding(

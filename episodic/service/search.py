@@ -96,18 +96,19 @@ _Raw = tuple[str, Match, dict[str, Any], float]
 
 
 def _turn_candidates(um: UserMemory, query: str, qvec: np.ndarray, n: int) -> list[_Raw]:
-    """BM25 top-n and cosine top-n of the user's turns, fused by the one RRF;
-    each with its episode (the importance is the episode's salience)."""
+    """BM25 top-n, cosine top-n and the cosine spread to each turn's
+    neighbours top-n (`TurnSet.dense_top`) of the user's turns, fused by the
+    one RRF; each with its episode (the importance is the episode's salience)."""
     ts = um.turns
     lexical = _lexical(ts, tokens(query), n) if query.strip() else []
-    near = [(ts.turn_of_vector(i), c) for i, c in ts.dense.top(qvec, n)] if len(ts.dense) else []
+    near, spread = ts.dense_top(qvec, n)
     text_ids = [ts.rows[p].turn_id for p, _ in lexical]
     dense_ids = [ts.rows[p].turn_id for p, _ in near]
     cos = {ts.rows[p].turn_id: c for p, c in near}
     t_rank = {i: r for r, i in enumerate(text_ids, start=1)}
     d_rank = {i: r for r, i in enumerate(dense_ids, start=1)}
     out: list[_Raw] = []
-    for tid, score in fuse(text_ids, dense_ids):
+    for tid, score in fuse(text_ids, dense_ids, spread_ids=[ts.rows[p].turn_id for p in spread]):
         at = ts.position(tid)
         assert at is not None
         row = ts.rows[at]

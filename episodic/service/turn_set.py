@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from episodic.dense import Dense
+from episodic.dense import Dense, best
 from episodic.lexical import Bm25, tokens
 from episodic.models import now_utc
 from episodic.retrieval import (
@@ -76,7 +76,11 @@ class TurnSet:
         self.bm25 = Bm25()
         self.dense = Dense(dim)
         self._vector_of = array("i")  # dense row -> turn position
-        self._with_vector: set[int] = set()  # positions that have one
+        self._row_at = array("i")  # turn position -> dense row, -1 without one
+        # dense row -> the dense row of the turn just before / after it in its
+        # stream (seq - 1 / seq + 1), -1 where that turn has none (`spread_top`)
+        self._before = array("i")
+        self._after = array("i")
         self._pending: dict[str, np.ndarray] = {}  # vectors of turns not yet read
         self.newest: datetime | None = None
         # the people who speak in the turns (a speaker named besides the role):
@@ -118,6 +122,7 @@ class TurnSet:
         )  # fmt: skip
         at = len(self.rows)
         self.rows.append(row)
+        self._row_at.append(-1)
         self._text_bytes += len(row.text) + len(row.turn_id) + len(row.speaker) + 150
         if isinstance(cap, str) and cap:
             self._captions[at] = cap
@@ -182,19 +187,52 @@ class TurnSet:
         rows: dict[int, int] = {}  # position -> row of `vecs`
         for i, t in enumerate(ids):
             p = self._pos[t]
-            if p not in self._with_vector:
+            if self._row_at[p] < 0:
                 rows[p] = i
         if not rows:
             return
         take = np.fromiter(rows.values(), dtype=np.int64, count=len(rows))
         # every row in order (a first load): no copy before the dense matrix's own
         whole = len(take) == len(vecs) and bool((take == np.arange(len(vecs))).all())
+        first = len(self.dense)
         self.dense.extend(vecs if whole else vecs[take])
         self._vector_of.extend(rows)
-        self._with_vector.update(rows)
+        self._before.extend([-1] * len(rows))
+        self._after.extend([-1] * len(rows))
+        for d, p in enumerate(rows, start=first):
+            self._row_at[p] = d
+        for d, p in enumerate(rows, start=first):
+            self._link(p, d)
+
+    def _link(self, at: int, d: int) -> None:
+        """Join dense row `d` (turn `at`) to the rows of the turns on either side."""
+        row = self.rows[at]
+        before = self._at.get((row.stream_id, row.seq - 1))
+        if before is not None and (b := self._row_at[before]) >= 0:
+            self._before[d], self._after[b] = b, d
+        after = self._at.get((row.stream_id, row.seq + 1))
+        if after is not None and (a := self._row_at[after]) >= 0:
+            self._after[d], self._before[a] = a, d
 
     def turn_of_vector(self, row: int) -> int:
         return int(self._vector_of[row])
+
+    def dense_top(self, q: np.ndarray, k: int) -> tuple[list[tuple[int, float]], list[int]]:
+        """The `k` turns nearest `q` by cosine, (position, cosine) best first;
+        and the `k` nearest by the best cosine among the turn and the turns
+        just before and after it in its stream (positions, best first:
+        `retrieval.W_SPREAD`), from one product."""
+        if not len(self.dense):
+            return [], []
+        c = self.dense.cosines(q)
+        spread = c.copy()
+        for side in (self._before, self._after):
+            nb = np.frombuffer(side, dtype=np.intc)
+            has = nb >= 0
+            spread[has] = np.maximum(spread[has], c[nb[has]])
+            del nb  # the array may grow again once no view of it is held
+        near = [(self.turn_of_vector(i), s) for i, s in best(c, k)]
+        return near, [self.turn_of_vector(i) for i, _ in best(spread, k)]
 
     def neighbours(self, at: int, n: int) -> list[int]:
         """Positions of the turns within `n` seqs of turn `at` in its stream, ascending."""
@@ -207,4 +245,5 @@ class TurnSet:
         return out
 
     def nbytes(self) -> int:
-        return self._text_bytes + self.bm25.nbytes() + self.dense.nbytes()
+        links = (len(self._row_at) + len(self._before) + len(self._after)) * self._row_at.itemsize
+        return self._text_bytes + self.bm25.nbytes() + self.dense.nbytes() + links
