@@ -56,15 +56,16 @@ def test_shipped_search_beats_cosine_single_turns(tmp_path: Path, monkeypatch: A
 
 # REALTALK chat 1 (real messaging-app chat, 476 messages, 70 questions), whole:
 # measured in-sample (dev5 chose the design) at a budget of 50 turns: shipped
-# .741 with a turn hit returned alone (.754 with a neighbour a side: chat 1 is
+# .775 with the cosine spread to a turn's neighbours as a third ranking (.741
+# without it), .741 with a turn hit returned alone (.754 with a neighbour a side: chat 1 is
 # one of the two dev conversations of ten that lost; dev5 as a whole rose
 # .786 -> .808), .754 with cosine at equal weight in the RRF (.740 at half weight), with
 # speakers' names out of the turns' query and passage relevance (.722 without
 # them; .675 without query expansion too, .651 before the
-# documents held their days), turn_cos .614, window5_hybrid .666. The floor
-# fails when either of the last two rules goes. At an equal token budget
+# documents held their days), turn_cos .614, window5_hybrid .666 (.617 at
+# equal weight). The floor fails when the spread goes. At an equal token budget
 # single turns do better (.718): reported in docs/retrieval.md, not guarded.
-REALTALK_FLOOR = 0.735
+REALTALK_FLOOR = 0.765
 REALTALK_MARGIN = 0.08
 
 
