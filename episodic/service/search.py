@@ -18,6 +18,7 @@ from episodic.models import now_utc
 from episodic.retrieval import (
     CONTEXT_TURNS,
     ITEM_COSINE_FLOOR,
+    OTHER_SPEAKER,
     PASSAGE_MIN_TURNS,
     PASSAGE_TURNS,
     STALE_PENALTY,
@@ -25,6 +26,7 @@ from episodic.retrieval import (
     ScoreWeights,
     context_rows,
     fixed_score,
+    named_speaker,
     states_stale,
     without_speakers,
 )
@@ -95,10 +97,14 @@ _Cand = tuple[Components, str, Match, dict[str, Any]]
 _Raw = tuple[str, Match, dict[str, Any], float]
 
 
-def _turn_candidates(um: UserMemory, query: str, qvec: np.ndarray, n: int) -> list[_Raw]:
+def _turn_candidates(
+    um: UserMemory, query: str, qvec: np.ndarray, n: int, named: str | None = None
+) -> list[_Raw]:
     """BM25 top-n, cosine top-n and the cosine spread to each turn's
     neighbours top-n (`TurnSet.dense_top`) of the user's turns, fused by the
-    one RRF; each with its episode (the importance is the episode's salience)."""
+    one RRF; each with its episode (the importance is the episode's salience).
+    When the question names one speaker (`named`), anyone else's turn counts
+    at `OTHER_SPEAKER` of its score."""
     ts = um.turns
     lexical = _lexical(ts, tokens(query), n) if query.strip() else []
     near, spread = ts.dense_top(qvec, n)
@@ -112,6 +118,8 @@ def _turn_candidates(um: UserMemory, query: str, qvec: np.ndarray, n: int) -> li
         at = ts.position(tid)
         assert at is not None
         row = ts.rows[at]
+        if named is not None and row.speaker != named:
+            score *= OTHER_SPEAKER
         ep = um.episodes.holding(row.stream_id, row.seq)
         r = {
             "turn_id": tid, "stream_id": row.stream_id, "seq": row.seq,
@@ -268,10 +276,11 @@ def search_memory(
     now = now or now_utc()
     with rt.working.user(user_id) as um:
         bare = without_speakers(query, um.turns.speakers)
+        named = named_speaker(query, um.turns.speakers)
         qvec, tvec = _query_vectors(rt, query, bare)
         raw: list[_Raw] = []
         if "turns" in opts.kinds:
-            raw += _turn_candidates(um, bare, tvec, opts.pool)
+            raw += _turn_candidates(um, bare, tvec, opts.pool, named)
         for kind, items in (("facts", um.facts), ("reflections", um.reflections)):
             if kind in opts.kinds:
                 raw += _row_candidates(items, kind, query, qvec, opts.pool)

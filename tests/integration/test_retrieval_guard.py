@@ -10,12 +10,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import shared_data
 
 BUDGET = 10  # turns; the slice holds 77
-MARGIN = 0.15  # measured (in-sample): shipped .77 / .80, turn_cos .55 / .57 (turns / tokens)
+# measured (in-sample): shipped .68 / .65, turn_cos .54 / .57 (turns / tokens);
+# .80 / .75 before the other speaker's turns counted half: this slice holds
+# LoCoMo's adversarial questions, which name the wrong person ("What was Jon's
+# favorite dancing memory?" is Gina's). Without BM25 the search reads .57 / .55.
+MARGIN = 0.07
 
 
 def _slice(tmp_path: Path) -> Path:
@@ -54,26 +59,32 @@ def test_shipped_search_beats_cosine_single_turns(tmp_path: Path, monkeypatch: A
         assert m["shipped"][key] >= m["turn"][key] + MARGIN  # the old cosine method, same figure
 
 
-# REALTALK chat 1 (real messaging-app chat, 476 messages, 70 questions), whole:
-# measured in-sample (dev5 chose the design) at a budget of 50 turns: shipped
-# .775 with the cosine spread to a turn's neighbours as a third ranking (.741
-# without it), .741 with a turn hit returned alone (.754 with a neighbour a side: chat 1 is
+# REALTALK chats, whole, measured in-sample (dev5 chose the design) at a
+# budget of 50 turns. Chat 3: .895 with another speaker's turns counting half
+# when the question names one (.848 without). Chat 1 (476 messages, 70
+# questions): .772 with that rule and the cosine spread to a turn's neighbours
+# as a third ranking (.744 without the spread; .775 / .741 before the rule),
+# .741 with a turn hit returned alone (.754 with a neighbour a side: chat 1 is
 # one of the two dev conversations of ten that lost; dev5 as a whole rose
 # .786 -> .808), .754 with cosine at equal weight in the RRF (.740 at half weight), with
 # speakers' names out of the turns' query and passage relevance (.722 without
 # them; .675 without query expansion too, .651 before the
 # documents held their days), turn_cos .614, window5_hybrid .666 (.617 at
-# equal weight). The floor fails when the spread goes. At an equal token budget
-# single turns do better (.718): reported in docs/retrieval.md, not guarded.
-REALTALK_FLOOR = 0.765
+# equal weight); chat 3's turn_cos .741. Each floor fails when its rule goes.
+# At an equal token budget single turns do better on chat 1 (.718): reported
+# in docs/retrieval.md, not guarded.
+REALTALK_FLOORS = {0: 0.765, 2: 0.885}  # chat index -> floor
 REALTALK_MARGIN = 0.08
 
 
-def test_shipped_search_holds_its_figure_on_a_real_chat(tmp_path: Path, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("chat", sorted(REALTALK_FLOORS))
+def test_shipped_search_holds_its_figure_on_a_real_chat(
+    chat: int, tmp_path: Path, monkeypatch: Any
+) -> None:
     data = json.loads(shared_data("realtalk", "realtalk_dev5.json").read_text(encoding="utf-8"))
-    path = tmp_path / "chat1.json"
-    path.write_text(json.dumps(data[:1]), encoding="utf-8")
+    path = tmp_path / f"chat{chat + 1}.json"
+    path.write_text(json.dumps(data[chat : chat + 1]), encoding="utf-8")
     m = _eval(path, 50, tmp_path, monkeypatch)["methods"]
     got = m["shipped"]["recall_at_budget"]
-    assert got >= REALTALK_FLOOR, got
+    assert got >= REALTALK_FLOORS[chat], got
     assert got >= m["turn_cos"]["recall_at_budget"] + REALTALK_MARGIN, (got, m["turn_cos"])

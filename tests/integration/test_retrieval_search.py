@@ -109,3 +109,23 @@ def test_bad_options_are_refused(memory: Memory) -> None:
         memory.search("u1", "anything", kinds=("episodes",))
     with pytest.raises(ValueError, match="k must be"):
         memory.search("u1", "anything", k=0)
+
+
+def test_a_question_that_names_a_speaker_is_answered_in_their_turns(tmp_path: Path) -> None:
+    m = make_memory(tmp_path / "home")
+    said = [
+        ("Ann", "hiking hiking at Yosemite, hiking all weekend long"),
+        ("Bo", "went hiking at Yosemite"),
+        ("Ann", "the deploy to staging failed again"),
+    ]
+    turns = [
+        {**_said(text, i), "meta": {"speaker": who}, "stream_id": "chat"}
+        for i, (who, text) in enumerate(said)
+    ]
+    assert m.add("u1", turns).accepted == len(said)
+    first = {q: m.search("u1", q, k=3, now=NOW)[0].text for q in (
+        "where did Bo go hiking", "where did Ann go hiking", "where did Ann and Bo go hiking",
+    )}  # fmt: skip
+    assert first["where did Bo go hiking"] == said[1][1]  # Ann's turn matches more words
+    assert first["where did Ann go hiking"] == said[0][1]
+    assert first["where did Ann and Bo go hiking"] == said[0][1]  # both named: no one preferred

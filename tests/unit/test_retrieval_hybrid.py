@@ -18,6 +18,7 @@ from episodic.retrieval import (
     days_of,
     doc_before,
     fixed_score,
+    named_speaker,
     passage_relevance,
     relevance,
     rrf_scores,
@@ -143,3 +144,12 @@ def test_the_speakers_names_leave_the_query() -> None:
     assert without_speakers(q, {"code-review-bot"}) == q
     assert without_speakers("what did Ann Lee say", {"Ann Lee"}) == "what did say"
     assert without_speakers("what did elise cook", {"elise"}) == "what did cook"
+
+
+def test_the_one_speaker_a_question_names() -> None:
+    people = {"Nicolas", "Nebraas", "Ann Lee", "code-review-bot"}
+    assert named_speaker("What is Nicolas’s dog called?", people) == "Nicolas"
+    assert named_speaker("what did ann say about the trip", people) == "Ann Lee"
+    assert named_speaker("What games do Nicolas and Nebraas play?", people) is None  # two
+    assert named_speaker("what does the code review say", people) is None  # a label, not a person
+    assert named_speaker("where does the user live", set()) is None  # roles are not speakers
