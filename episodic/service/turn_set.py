@@ -78,7 +78,7 @@ class TurnSet:
         self._vector_of = array("i")  # dense row -> turn position
         self._row_at = array("i")  # turn position -> dense row, -1 without one
         # dense row -> the dense row of the turn just before / after it in its
-        # stream (seq - 1 / seq + 1), -1 where that turn has none (`spread_top`)
+        # stream (seq - 1 / seq + 1), -1 where that turn has none (`dense_top`)
         self._before = array("i")
         self._after = array("i")
         self._pending: dict[str, np.ndarray] = {}  # vectors of turns not yet read
