@@ -40,6 +40,7 @@ from episodic.bench.locomo_hybrid import (
     SHIPPED,
     UNIT_KINDS,
     Tallies,
+    best_baselines,
     score_conversation,
     summarise,
     tokens,
@@ -375,6 +376,7 @@ def run_locomo_eval(
             "shipped": SHIPPED,
             "baselines": list(BASELINES),
             "methods": methods,
+            "best_baseline": best_baselines(methods, SHIPPED),
             "seconds": round(time.monotonic() - started, 1),
         }
     finally:

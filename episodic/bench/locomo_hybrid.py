@@ -196,6 +196,26 @@ def score_conversation(
         )
 
 
+MEASURES = ("recall_at_budget", "recall_at_token_budget")
+
+
+def best_baselines(methods: dict[str, dict[str, Any]], shipped: str) -> dict[str, dict[str, Any]]:
+    """Per measure, the best non-segmented baseline and the shipped search's
+    margin over it (issue 31's target: at least .03)."""
+    out: dict[str, dict[str, Any]] = {}
+    for key in MEASURES:
+        have = [b for b in BASELINES if key in methods.get(b, {})]
+        if not have or key not in methods.get(shipped, {}):
+            continue
+        best = max(have, key=lambda b: float(methods[b][key]))
+        out[key] = {
+            "method": best,
+            "value": methods[best][key],
+            "shipped_margin": round(float(methods[shipped][key]) - float(methods[best][key]), 4),
+        }
+    return out
+
+
 def summarise(t: Tallies) -> dict[str, dict[str, float]]:
     return {
         m: {

@@ -162,6 +162,24 @@ def test_cli_prints_json(locomo_file: Path) -> None:
     assert res["n_questions"] == 3
     assert set(res["methods"]["episodes"]["recall_at_k"]) == {"1", "2"}
     assert "recall_at_budget" in res["methods"]["window10"]
+    m = res["methods"]
+    for key, best in res["best_baseline"].items():
+        # the best of the non-segmented baselines, and the shipped search's margin over it
+        assert best["method"] in res["baselines"] and "episode" not in best["method"]
+        assert best["value"] == max(m[b][key] for b in res["baselines"])
+        assert best["shipped_margin"] == pytest.approx(m["shipped"][key] - best["value"], abs=1e-4)
+    assert set(res["best_baseline"]) == {"recall_at_budget", "recall_at_token_budget"}
+
+
+def test_cli_prints_a_table_for_a_person(locomo_file: Path) -> None:
+    """Without --json the methods measured at the budgets only (the hybrid
+    baselines, the shipped search) still print: a row each, not a KeyError."""
+    from episodic.adapters.cli.main import app
+
+    args = ["eval", "locomo", "--path", str(locomo_file), "--budget", "5", "--embedder", "hash"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert out.exception is None
 
 
 def test_first_dev_conversation_runs() -> None:

@@ -73,8 +73,10 @@ def test_shipped_search_beats_cosine_single_turns(tmp_path: Path, monkeypatch: A
 # equal weight); chat 3's turn_cos .741. Each floor fails when its rule goes.
 # At an equal token budget single turns do better on chat 1 (.718): reported
 # in docs/retrieval.md, not guarded.
+# Over the best non-segmented baseline (turn_hybrid on both chats, .629 and
+# .763) the margins read .144 and .132; issue 31 asks for .03.
 REALTALK_FLOORS = {0: 0.765, 2: 0.885}  # chat index -> floor
-REALTALK_MARGIN = 0.08
+REALTALK_MARGIN = 0.03
 
 
 @pytest.mark.parametrize("chat", sorted(REALTALK_FLOORS))
@@ -84,7 +86,8 @@ def test_shipped_search_holds_its_figure_on_a_real_chat(
     data = json.loads(shared_data("realtalk", "realtalk_dev5.json").read_text(encoding="utf-8"))
     path = tmp_path / f"chat{chat + 1}.json"
     path.write_text(json.dumps(data[chat : chat + 1]), encoding="utf-8")
-    m = _eval(path, 50, tmp_path, monkeypatch)["methods"]
-    got = m["shipped"]["recall_at_budget"]
+    res = _eval(path, 50, tmp_path, monkeypatch)
+    got = res["methods"]["shipped"]["recall_at_budget"]
     assert got >= REALTALK_FLOORS[chat], got
-    assert got >= m["turn_cos"]["recall_at_budget"] + REALTALK_MARGIN, (got, m["turn_cos"])
+    best = res["best_baseline"]["recall_at_budget"]
+    assert best["shipped_margin"] >= REALTALK_MARGIN, best

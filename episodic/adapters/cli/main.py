@@ -18,6 +18,7 @@ from episodic.adapters.cli.output import (
     err,
     esc,
     print_json,
+    recall_row,
     show,
     show_ingest,
     views_json,
@@ -413,17 +414,21 @@ def eval_locomo(
         as_json,
         res,
         f"LoCoMo evidence recall ({res['n_questions']} questions)",
-        ("method", *(f"R@{kk}" for kk in res["ks"]), f"R@{budget} turns", "turns/unit"),
         (
-            (
-                name,
-                *[f"{m['recall_at_k'][str(kk)]:.3f}" for kk in res["ks"]],
-                f"{m['recall_at_budget']:.3f}",
-                f"{m['mean_turns_per_unit']:.1f}",
-            )
-            for name, m in res["methods"].items()
+            "method",
+            *(f"R@{kk}" for kk in res["ks"]),
+            f"R@{budget} turns",
+            f"R@{res['token_budget']} tokens",
+            "turns/unit",
         ),
+        (recall_row(name, m, res["ks"]) for name, m in res["methods"].items()),
     )
+    if not as_json:
+        for key, best in res["best_baseline"].items():
+            typer.echo(
+                f"{key}: shipped {best['shipped_margin']:+.3f} over the best "
+                f"non-segmented baseline ({best['method']} {best['value']:.3f})"
+            )
 
 
 @eval_app.command("current-truth")

@@ -70,3 +70,20 @@ def show_ingest(report: IngestReport, as_json: bool, title: str, to: Console = c
         to.print(f"  [red]rejected[/red] {esc(reason)}")
     if report.rejected:
         to.print("  (kept whole in the rejected_input table)")
+
+
+def recall_row(name: str, m: dict[str, Any], ks: Sequence[int]) -> tuple[str, ...]:
+    """One method's row; the hybrid baselines and the shipped search are
+    measured at the budgets only, so their other cells read '-'."""
+
+    def cell(v: Any, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    at_k = m.get("recall_at_k", {})
+    return (
+        name,
+        *(cell(at_k.get(str(kk)), ".3f") for kk in ks),
+        cell(m.get("recall_at_budget"), ".3f"),
+        cell(m.get("recall_at_token_budget"), ".3f"),
+        cell(m.get("mean_turns_per_unit"), ".1f"),
+    )
