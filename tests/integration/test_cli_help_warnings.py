@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -30,6 +31,31 @@ def test_flags_show_as_flags_in_help(columns: str) -> None:
         assert res.exit_code == 0, res.output
         assert "<bool>" not in res.output, cmd
         assert "--json" in res.output, cmd
+
+
+def _commands(group: Any) -> list[Any]:
+    out = []
+    for cmd in group.commands.values():
+        out.extend(_commands(cmd) if hasattr(cmd, "commands") else [cmd])
+    return out
+
+
+def test_every_command_list_line_is_one_sentence_and_flags_have_no_type() -> None:
+    """The command list shows each help's first paragraph: a docstring's line
+    breaks must not cut it mid-sentence; the group's own --help is a flag."""
+    import typer.main
+
+    from episodic.adapters.cli.main import app
+
+    root = typer.main.get_command(app)
+    commands = _commands(root)
+    assert len(commands) >= 25
+    for cmd in commands:
+        assert cmd.help, cmd.name
+        assert "\n" not in cmd.help.split("\n\n")[0], cmd.name
+    ctx = root.make_context("episodic", ["--help"], resilient_parsing=True)
+    flags = [p for p in root.get_params(ctx) if getattr(p, "is_flag", False)]
+    assert flags and all(p.metavar == "" for p in flags)
 
 
 @pytest.mark.usefixtures("prefect_harness")

@@ -14,6 +14,7 @@ so the console script and an in-process `CliRunner` answer alike.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -83,17 +84,34 @@ class GuardedGroup(TyperGroup):
         with guarded():
             return super().invoke(ctx)
 
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _bare_flags(super().get_params(ctx))
+
+
+def _bare_flags(params: list[Any]) -> list[Any]:
+    """On/off flags without a value type in `--help` (typer 0.29 prints
+    `<bool>` after `--json` and `--help`, as if they took a value)."""
+    for p in params:
+        if getattr(p, "is_flag", False) and p.metavar is None:
+            p.metavar = ""
+    return params
+
 
 class FlagHelpCommand(TyperCommand):
-    """A command whose on/off flags show no value type in `--help` (typer
-    0.29 prints `<bool>` after `--json`, as if it took a value)."""
+    """A command whose on/off flags show no value type in `--help`
+    (`_bare_flags`), and whose help's first paragraph reads as one line
+    (rich markup keeps a docstring's line breaks, which cut the command
+    list mid-sentence)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        text = kwargs.get("help")
+        if text:
+            first, sep, rest = inspect.cleandoc(text).partition("\n\n")
+            kwargs["help"] = " ".join(first.split()) + sep + rest
+        super().__init__(*args, **kwargs)
 
     def get_params(self, ctx: Any) -> list[Any]:
-        params: list[Any] = super().get_params(ctx)
-        for p in params:
-            if getattr(p, "is_flag", False) and p.metavar is None:
-                p.metavar = ""
-        return params
+        return _bare_flags(super().get_params(ctx))
 
 
 class GuardedTyper(typer.Typer):
