@@ -342,7 +342,7 @@ def _llm_wait(rt: Runtime) -> float:
 
 def _pictures(rt: Runtime, users: list[str], redraw: bool) -> str:
     """Markdown naming each user's latest timeline picture; never fails the run."""
-    from episodic.service.timeline import latest_plot_path
+    from episodic.service.plot_path import latest_plot_path
 
     lines: list[str] = []
     for uid in users:

@@ -29,8 +29,8 @@ from typing import Any
 from episodic.errors import NotFoundError
 from episodic.llm.cache import user_folder
 from episodic.models import Episode
+from episodic.service.plot_path import latest_plot_path
 from episodic.service.runtime import Runtime
-from episodic.service.timeline import latest_plot_path
 from episodic.spool import claim, done
 from episodic.vocab import FactsState
 from storage import filters

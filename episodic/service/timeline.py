@@ -10,7 +10,6 @@ own configuration (read from its checkpoint)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,8 +26,9 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from episodic.errors import EpisodicError  # noqa: E402
-from episodic.models import TURN_KINDS, Episode, Turn, stable_id  # noqa: E402
+from episodic.models import TURN_KINDS, Episode, Turn  # noqa: E402
 from episodic.segment import Detector, DetectorConfig  # noqa: E402
+from episodic.service.plot_path import latest_plot_path  # noqa: E402
 from episodic.service.runtime import Runtime  # noqa: E402
 from episodic.service.segment import to_seg_turn  # noqa: E402
 
@@ -365,11 +365,3 @@ def plot_latest(rt: Runtime, user_id: str) -> Path:
     out = latest_plot_path(rt.settings.home, user_id)
     plot_stream(rt, user_id, None, out)
     return out
-
-
-def latest_plot_path(home: Path, user_id: str) -> Path:
-    """Where the newest timeline picture of a user lives (`episodic plot` writes
-    it, the consolidate artifact names it): a readable slug plus a hash, so a
-    user id never becomes a path on its own."""
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", user_id)[:40].strip(".") or "user"
-    return home / "plots" / f"{slug}-{stable_id('plot', user_id)[:8]}-latest.png"

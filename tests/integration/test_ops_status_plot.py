@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from episodic.adapters.cli.main import app
-from episodic.service.timeline import build_timeline, latest_plot_path, render
+from episodic.service.plot_path import latest_plot_path
+from episodic.service.timeline import build_timeline, render
 from flows.consolidate import consolidate
 from tests.integration.cli_support import cli_home, refused
 from tests.integration.helpers import synthetic_stream, write_jsonl

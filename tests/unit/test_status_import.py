@@ -42,3 +42,28 @@ def test_status_loads_the_store_and_nothing_it_does_not_use(tmp_path: Path) -> N
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["rows"] == [] and got["store"] is True
     assert got["loaded"] == []
+
+
+DRAWING = """
+import json, sys
+import episodic.service.forget, flows.consolidate, episodic.service.plot_path
+print(json.dumps({"matplotlib": "matplotlib" in sys.modules,
+                  "timeline": "episodic.service.timeline" in sys.modules}))
+"""
+
+
+def test_forget_and_consolidate_name_pictures_without_drawing_them(tmp_path: Path) -> None:
+    """Forget erases the picture and a consolidation names it; neither draws,
+    so neither loads matplotlib (half a second) until a picture is drawn."""
+    env = {"EPISODIC_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(
+        [sys.executable, "-c", DRAWING],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"matplotlib": False, "timeline": False}

@@ -166,7 +166,8 @@ def plot(
     """Draw a stream over time: turns, signal scores against thresholds, cuts and reasons."""
     import shutil
 
-    from episodic.service.timeline import PlotError, latest_plot_path, plot_stream
+    from episodic.service.plot_path import latest_plot_path
+    from episodic.service.timeline import PlotError, plot_stream
 
     m = for_user(user)
     latest = latest_plot_path(m.settings.home, user)
