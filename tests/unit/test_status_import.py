@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 PROBE = """
 import contextlib, io, json, sys
@@ -28,10 +29,11 @@ print(json.dumps({"rows": json.loads(out.getvalue()),
 """
 
 
-def test_status_loads_the_store_and_nothing_it_does_not_use(tmp_path: Path) -> None:
+def _probe(code: str, tmp_path: Path) -> dict[str, Any]:
+    """What `code` prints last, as JSON, run in a fresh interpreter."""
     env = {"EPISODIC_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
     out = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=300,
@@ -39,7 +41,12 @@ def test_status_loads_the_store_and_nothing_it_does_not_use(tmp_path: Path) -> N
         env=env,
         cwd=tmp_path,
     )
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return got
+
+
+def test_status_loads_the_store_and_nothing_it_does_not_use(tmp_path: Path) -> None:
+    got = _probe(PROBE, tmp_path)
     assert got["rows"] == [] and got["store"] is True
     assert got["loaded"] == []
 
@@ -55,15 +62,4 @@ print(json.dumps({"matplotlib": "matplotlib" in sys.modules,
 def test_forget_and_consolidate_name_pictures_without_drawing_them(tmp_path: Path) -> None:
     """Forget erases the picture and a consolidation names it; neither draws,
     so neither loads matplotlib (half a second) until a picture is drawn."""
-    env = {"EPISODIC_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run(
-        [sys.executable, "-c", DRAWING],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-        env=env,
-        cwd=tmp_path,
-    )
-    got = json.loads(out.stdout.strip().splitlines()[-1])
-    assert got == {"matplotlib": False, "timeline": False}
+    assert _probe(DRAWING, tmp_path) == {"matplotlib": False, "timeline": False}
