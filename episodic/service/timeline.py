@@ -10,6 +10,9 @@ own configuration (read from its checkpoint)."""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -339,8 +342,18 @@ def render(tl: Timeline) -> Figure:
     )
     fig.subplots_adjust(left=0.06, right=0.8, top=0.88, bottom=0.17, hspace=0.12)
     _time_axis(axes[3], tl)
-    _draw_cuts(fig, list(axes), tl)
+    with _missing_glyphs_quiet():
+        _draw_cuts(fig, list(axes), tl)
     return fig
+
+
+@contextmanager
+def _missing_glyphs_quiet() -> Iterator[None]:
+    """A user id or turn in a script the font lacks (CJK, emoji) draws as
+    boxes; matplotlib's warning per glyph says nothing the user can act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"Glyph \d+ .*missing from font", UserWarning)
+        yield
 
 
 def draw(tl: Timeline, out: Path) -> Path:
@@ -348,7 +361,8 @@ def draw(tl: Timeline, out: Path) -> Path:
     fig = render(tl)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=110)
+        with _missing_glyphs_quiet():
+            fig.savefig(out, dpi=110)
     finally:
         plt.close(fig)
     return out

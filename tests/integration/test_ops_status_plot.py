@@ -5,6 +5,7 @@ same story as the stored episodes and its cut labels never overlap."""
 from __future__ import annotations
 
 import json
+import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from typer.testing import CliRunner
 
 from episodic.adapters.cli.main import app
 from episodic.service.plot_path import latest_plot_path
-from episodic.service.timeline import build_timeline, render
+from episodic.service.timeline import build_timeline, draw, render
 from flows.consolidate import consolidate
 from tests.integration.cli_support import cli_home, refused
 from tests.integration.helpers import synthetic_stream, write_jsonl
@@ -116,3 +117,20 @@ def test_plot_matches_stored_cuts_and_labels_do_not_overlap(
     assert refused("plot", "--user", "nobody", "--out", str(out)).startswith("error: no user")
     line = refused("plot", "--user", "u3", "--stream", "nope", "--out", str(out), code=2)
     assert "no stream 'nope'" in line
+
+
+def test_a_picture_of_a_user_named_in_another_script_draws_without_warnings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default font lacks CJK and emoji: they draw as boxes, and the
+    command prints no warning per missing glyph."""
+    user = "ユーザー🙂"
+    m = cli_home(monkeypatch, tmp_path / "home")
+    m.ingest(write_jsonl(tmp_path / "g.jsonl", _gappy(user, n=14)), "jsonl")
+    consolidate(user=user, memory=m)
+    out = tmp_path / "timeline.png"
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        draw(build_timeline(m.rt, user), out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [w for w in seen if "Glyph" in str(w.message)], [str(w.message) for w in seen]
