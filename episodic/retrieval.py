@@ -257,6 +257,11 @@ STALE_PENALTY = 0.5  # a turn stating a superseded value ranks below what replac
 # may be "the"): rank fusion alone gives the few items a user has near-equal
 # relevance
 ITEM_COSINE_FLOOR = 0.15
+# ... and this near when no query word reaches it: all-MiniLM-L6-v2 puts
+# unrelated short sentences at 0-0.3 ("does the user have a pet" / "User moved
+# to Berlin" .16), a paraphrase above .4 ("where does the user live" / "User
+# moved to Berlin" .47)
+ITEM_MEANING_FLOOR = 0.3
 _STOP = frozenset(
     "a an and are as at be been but by do does did for from had has have he her his i in "
     "is it its me my now of on or our she so that the their them they this to was we were "

@@ -47,12 +47,17 @@ def fuse(
     """The one RRF: sum of w / (k + rank) over the rankings, best first. With
     the turns' `spread_ids` (`retrieval.W_SPREAD`) as a third, scaled so that
     first in every ranking scores what first in the two does (`relevance`'s
-    fixed scale)."""
-    if not spread_ids:
-        return rrf_scores([text_ids, dense_ids], k=k, weights=[w_text, w_dense])
-    fused = rrf_scores([text_ids, dense_ids, spread_ids], k=k, weights=[w_text, w_dense, w_spread])
-    scale = (w_text + w_dense) / (w_text + w_dense + w_spread)
-    return [(i, s * scale) for i, s in fused]
+    fixed scale). A ranking that found nothing (no query word is in any
+    document) abstains: the others are scaled the same way, so a user whose
+    facts share no word with the question is not held at half relevance."""
+    rankings = ((text_ids, w_text), (dense_ids, w_dense), (spread_ids, w_spread))
+    live = [(ids, w) for ids, w in rankings if ids]
+    if not live:
+        return []
+    fused = rrf_scores([ids for ids, _ in live], k=k, weights=[w for _, w in live])
+    total = sum(w for _, w in live)
+    scale = (w_text + w_dense) / total if total > 0 else 1.0
+    return fused if scale == 1.0 else [(i, s * scale) for i, s in fused]
 
 
 def episodes_holding(

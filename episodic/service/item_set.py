@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from episodic.dense import Dense
 from episodic.lexical import Bm25, tokens
-from episodic.retrieval import rarer_terms
+from episodic.retrieval import SHARED_MIN_ROWS, rarer_terms
 from storage.search import Match, fuse
 
 
@@ -50,14 +50,18 @@ class ItemSet:
 
     def search(self, query: str, qvec: np.ndarray, n: int, columns: Sequence[str]) -> list[Match]:
         """BM25 top-n and cosine top-n of the active rows, fused by the one RRF;
-        query words (nearly) every one of the nearest rows holds are left out
-        of the BM25 query (`rarer_terms`)."""
+        query words (nearly) every one of the nearest rows holds (`rarer_terms`),
+        or more than half of all of them (`Bm25.common`), are left out of the
+        BM25 query."""
         self._index()
         if not self._active:
             return []
         near = self._dense.top(qvec, n) if len(self._dense) else []
         texts = [str(self.rows[self._active[i]]["text"] or "") for i, _ in near]
-        lexical = self._bm25.top(tokens(rarer_terms(query, texts)), n)
+        terms = tokens(rarer_terms(query, texts))
+        if len(self._active) >= SHARED_MIN_ROWS:
+            terms = [t for t in terms if not self._bm25.common(t)]
+        lexical = self._bm25.top(terms, n)
         text_ids = [self._active[i] for i, _ in lexical]
         dense_ids = [self._active[i] for i, _ in near]
         cos = {self._active[i]: c for i, c in near}

@@ -18,6 +18,7 @@ from episodic.models import now_utc
 from episodic.retrieval import (
     CONTEXT_TURNS,
     ITEM_COSINE_FLOOR,
+    ITEM_MEANING_FLOOR,
     OTHER_SPEAKER,
     PASSAGE_MIN_TURNS,
     PASSAGE_TURNS,
@@ -148,9 +149,12 @@ def _row_candidates(items: ItemSet, kind: str, query: str, qvec: np.ndarray, n: 
 
 
 def _near(h: Match) -> bool:
-    """Near enough in cosine; an item outside the cosine top-n (its cosine
+    """Near enough in cosine, and nearer when no query word reaches the item
+    (`ITEM_MEANING_FLOOR`); an item outside the cosine top-n (its cosine
     unknown) stands on its word match."""
-    return h.text_rank > 0 if h.cosine is None else h.cosine >= ITEM_COSINE_FLOOR
+    if h.cosine is None:
+        return h.text_rank > 0
+    return h.cosine >= (ITEM_COSINE_FLOOR if h.text_rank > 0 else ITEM_MEANING_FLOOR)
 
 
 def stale_facts(facts: ItemSet) -> list[tuple[str, str | None]]:

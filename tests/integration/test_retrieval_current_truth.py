@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from episodic.adapters.cli.demo import SAMPLE
+from episodic.adapters.embedded import Memory
 from episodic.bench.current_truth import run_current_truth
+from episodic.config import Settings
 
 SLICE = ("city", "employer", "pet", "image_size", "car")
 
@@ -29,3 +32,21 @@ def test_facts_are_text_ranked_right_after_consolidation(tmp_path: Path) -> None
     res = run_current_truth(workdir=tmp_path / "ct", names=("city",))
     city = res["cases"][0]
     assert city["top_kind"] == "fact" and city["top_text_rank"] >= 1, city
+
+
+def test_the_demo_asks_its_facts_by_meaning_not_by_the_word_user(
+    tmp_path: Path, prefect_harness: None
+) -> None:
+    """The demo's four active facts share no word with "where does the user
+    live" but "user", which three of them hold: the Berlin fact must lead by
+    meaning (the default embedder's), and for "does the user have a pet"
+    (Rex's fact is deleted) no active fact may come back on "user" alone."""
+    default = Settings.model_fields["embedder"].default
+    with Memory(Settings(home=tmp_path / "home", embedder=default, llm="offline")) as m:
+        m.ingest(SAMPLE, "jsonl")
+        m.consolidate(flush=True)
+        live = m.search("demo", "where does the user live", k=5, record=False)
+        pet = m.search("demo", "does the user have a pet", k=10, record=False)
+    assert live[0].kind == "fact" and "Berlin" in live[0].text, live[:2]
+    assert live[0].text_rank == 0 and live[0].relevance == 1.0, live[0]
+    assert [h.text for h in pet if h.kind == "fact"] == [], pet

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from episodic.retrieval import recency, rrf_scores
+from episodic.retrieval import recency, relevance, rrf_scores
+from storage.search import fuse
 
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -70,3 +71,14 @@ def test_rrf_ranks_from_one_as_the_fact_candidates_did() -> None:
     fused = rrf_scores(rankings)
     assert [f for f, _ in fused] == order
     assert dict(fused) == by_hand
+
+
+def test_a_ranking_that_found_nothing_abstains() -> None:
+    """No query word in any fact: the cosine ranking alone is on the same
+    fixed scale, its first at full relevance, not half."""
+    both = dict(fuse(["a"], ["a"]))
+    alone = dict(fuse([], ["a", "b"]))
+    assert alone["a"] == pytest.approx(both["a"])
+    assert relevance(alone["a"]) == pytest.approx(1.0) and relevance(alone["b"]) < 1.0
+    assert relevance(dict(fuse(["x"], ["a"]))["a"]) == pytest.approx(0.5)
+    assert fuse([], []) == []
