@@ -245,9 +245,26 @@ _FORGET_ASKED = re.compile(
 )
 
 
+# an adverb between the subject and what it says ("I'm now a staff engineer at
+# Brightwave", "we also moved to Manchester"): the rules read the clause without
+# it; "now" before a verb stays ("I now prefer tea" tells of a change)
+_SUBJECT_ADVERB = re.compile(
+    r"^(?P<s>i'm|i am|we're|we are|i|we|i've|we've)"
+    r"(?P<a>(?: (?:also|now|currently|still|actually|really|finally|officially|recently|"
+    r"just|already|both|all))+)(?= )",
+    re.I,
+)
+_BE = frozenset({"i'm", "i am", "we're", "we are"})
+
+
+def _without_adverb(m: re.Match[str]) -> str:
+    keep = m["s"].casefold() not in _BE and "now" in m["a"].casefold().split()
+    return m[0] if keep else m["s"]
+
+
 def extract_facts_of(sentence: str) -> list[str]:
     """Every fact one clause states (none for questions and chatter)."""
-    s = _clean(sentence)
+    s = _SUBJECT_ADVERB.sub(_without_adverb, _clean(sentence))
     asked = _FORGET_ASKED.match(s)
     if asked and (x := obj(re.sub(r"(?:,?\s+please)?[\s?!.]*$", "", asked["x"], flags=re.I))):
         that = "" if re.match(r"(?:where|what|who|when|how|which)\b", x, re.I) else "that "

@@ -60,7 +60,11 @@ def shift(text: str) -> str:
 
 def obj(text: str) -> str | None:
     """The object of a clause as it goes into a fact, or None when it carries none."""
-    x = shift(TAIL.sub("", text))
+    x = text
+    # a tail may end in another ("peanuts, by the way, so no peanut recipes")
+    while (cut := TAIL.sub("", x)) != x:
+        x = cut
+    x = shift(x)
     return None if not x or _EMPTY_OBJECT.match(x) else x
 
 
