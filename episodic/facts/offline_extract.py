@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from episodic.facts.correction import apply_correction, contrast, corrected_value
 from episodic.facts.endings import PART_TOGETHER
 from episodic.facts.indirect import DWELLING
-from episodic.facts.offline_rules import RELATIONS, RULES
+from episodic.facts.offline_rules import FROM_NOW_ON, RELATIONS, RULES
 from episodic.facts.passing import in_passing
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import FactTurn
@@ -153,9 +153,12 @@ def _parts(sentence: str) -> list[str]:
     parts: list[str] = []
     for part in _CLAUSES.split(sentence):
         last = _clean(parts[-1]) if parts else ""
-        if (_CO_SUBJECT.match(last) and re.match(r"and (?:i|me)\b", part, re.I)) or (
+        if (
+            (_CO_SUBJECT.match(last) and re.match(r"and (?:i|me)\b", part, re.I))
             # "me and my boyfriend Tomasz live in ..."
-            re.fullmatch(r"me|i", last, re.I) and re.match(r"and (?:my|our)\b", part, re.I)
+            or (re.fullmatch(r"me|i", last, re.I) and re.match(r"and (?:my|our)\b", part, re.I))
+            # "going forward, please keep ...": the request is a standing one
+            or re.fullmatch(FROM_NOW_ON, last, re.I)
         ):
             parts[-1] = f"{parts[-1]} {part}"
         else:

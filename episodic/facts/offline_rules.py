@@ -42,7 +42,7 @@ RELATIONS = (
     r"roommate|boss|manager|colleague|coworker|" + "|".join(PETS)
 )
 _JOB_HEAD_RE = re.compile(rf"^(.*?\b(?:{JOB})s?)(?:$|,|\s+and\s)", re.I)
-_PLACE_START = re.compile(r"^[A-Z]")
+_PLACE_START = re.compile(r"^(?:the )?[A-Z]")  # a name: "Acme", "the Charité"
 _RELATION_RE = re.compile(rf"^(?:{RELATIONS})\b", re.I)
 
 
@@ -92,6 +92,11 @@ def _opinion(m: re.Match[str]) -> list[str]:
     adverb = (m["adv"] or "").strip()
     verb = third_person(m["v"].lower())
     return [" ".join(p for p in ("User", adverb, verb, x) if p)]
+
+
+def _instruction(m: re.Match[str]) -> list[str]:
+    x = obj(m["x"])
+    return [] if x is None else [f"User wants the assistant to {x[0].lower()}{x[1:]}"]
 
 
 def _dislike(m: re.Match[str]) -> list[str]:
@@ -192,6 +197,18 @@ _NOT_A_PLACE = (
     r"front|between|there|here|it|this|that|the|my|our|an?|two|too|way|over"
 )
 _HAVE = r"(?: have|'ve)?(?: (?:just|recently|finally|already|now))*"
+FROM_NOW_ON = r"from now on|going forward|moving forward|in (?:the )?future|by default"
+# what a standing instruction to an assistant opens with, capital or not
+_INSTRUCTION = (
+    r"use|write|keep|run|add|call|reply|answer|respond|format|put|send|avoid|stop|start|"
+    r"remember|ask|check|include|skip|make|give|show|list|sort|name|commit|test|document|"
+    r"always|never|don't|do not"
+)
+# a verb first: not a subject ("from now on, I'll ..."), not a capital ("Tuesdays are ...")
+_IMPERATIVE = (
+    r"(?!(?:i|i'm|i'll|i've|we|we're|we'll|you|you'll|he|she|they|it|it's|my|our|the|this|"
+    r"that|there|every|each|all|no|some|any|an?)\b)(?=(?-i:[a-z]))"
+)
 
 
 _TABLE: tuple[tuple[str, Build], ...] = (
@@ -330,7 +347,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     # work
     (
         rf"^(?:i work|{_I} {_ADV}working|{_IV} {_ADV}been working|{_IV} {_ADV}started) as "
-        r"(?P<a>an? )?(?P<x>.+?) (?:at|for) (?P<y>.+)",
+        # "as a nurse now, at the Charité"
+        r"(?P<a>an? )?(?P<x>.+?)(?:,? (?:now|currently|these days))?,? (?:at|for) (?P<y>.+)",
         _job_and_employer,
     ),
     (rf"^{_I} (?P<a>an? )(?P<x>[\w -]*?(?:{JOB})s?) (?:at|for|with) (?P<y>.+)", _job_and_employer),
@@ -347,6 +365,16 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         rf"^{_IV} {_ADV}(?:joined|started (?:a new job |working )?at|got a (?:new )?job at|"
         r"started a new (?:job|role|position) at|been hired by|accepted an offer from) (?P<x>.+)",
         fmt("User works at {x}"),
+    ),
+    (
+        rf"^i {_ADV}(?:got|was|'ve been|have been) hired (?:at|by) (?P<x>.+)",
+        fmt("User works at {x}"),
+    ),
+    # a promotion is the new job: it takes the occupation's place
+    (
+        rf"^i {_ADV}(?:got|was|'ve been|have been) (?:promoted (?:to )?|made (?=an? |the ))"
+        r"(?P<x>.+)",
+        fmt("User works as {x}"),
     ),
     (
         r"^my (?:job|role|position|title|profession) is (?:now )?(?P<x>.+)",
@@ -378,6 +406,15 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"favou?r) (?P<x>.+)",
         # a bare "I need X" asks for something in this chat ("I need a rubric for ...")
         lambda m: [] if m["v"].lower() == "need" and not m["adv"] else _opinion(m),
+    ),
+    # a standing instruction: an imperative from now on
+    (
+        rf"^(?:{FROM_NOW_ON})[,:]? (?:please )?{_IMPERATIVE}(?P<x>.+)",
+        _instruction,
+    ),
+    (
+        rf"^(?:please )?(?P<x>(?:{_INSTRUCTION}) .+?),? (?:{FROM_NOW_ON})$",
+        _instruction,
     ),
     (
         r"^(?:please )?(?P<v>always|never) (?!mind\b)(?P<x>.+)",
