@@ -75,7 +75,23 @@ _NO_SUBJECT_VERB = (
     rf"|(?:got|bought|rented|found) (?:my own|our own|an?) (?:[\w-]+ ){{0,2}}(?:{DWELLING})\b"
     r"|switched (?:to|over|from)\b|adopted an?\b|retired\b)"
 )
-_NO_SUBJECT = re.compile(rf"^{_NO_SUBJECT_VERB}", re.I)
+_NO_SUBJECT = re.compile(rf"^(?:(?:just|finally|recently|officially) )*{_NO_SUBJECT_VERB}", re.I)
+# chat spelling without apostrophes ("im vegan now", "i dont drink coffee");
+# the ambiguous ones ("id", "ill", "were", "its", "lets") are left alone
+_INFORMAL = {
+    "im": "I'm", "ive": "I've", "dont": "don't", "doesnt": "doesn't", "didnt": "didn't",
+    "cant": "can't", "wont": "won't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't",
+    "havent": "haven't", "hasnt": "hasn't", "wouldnt": "wouldn't", "couldnt": "couldn't",
+    "shouldnt": "shouldn't", "youre": "you're", "theyre": "they're", "thats": "that's",
+    "gonna": "going to", "wanna": "want to", "pls": "please", "plz": "please",
+}  # fmt: skip
+_INFORMAL_RE = re.compile(rf"\b(?:{'|'.join(_INFORMAL)})\b", re.I)
+
+
+def _spelled_out(line: str) -> str:
+    return _INFORMAL_RE.sub(lambda m: _INFORMAL[m[0].casefold()], line)
+
+
 _CLAUSES = re.compile(
     r",?\s+(?=(?:and|but|so|plus) (?:(?:now|then|since then|these days|nowadays) )?"
     r"(?:i|i'm|i've|i'd|we|we're|my|our)\b)"
@@ -105,6 +121,7 @@ _BARE_VERB = re.compile(
 _PREFACE = re.compile(r"^(?:[A-Za-z][\w'’ -]{0,40}):\s+(?=\S)")
 _LEAD_IN = re.compile(
     r"^(?:(?:so|well|also|actually|btw|by the way|oh|and|but|anyway|fyi|hey|hi|hello|ok|okay|"
+    r"ugh|argh|omg|wow|yay|woohoo|phew|whew|welp|lol|haha|hmm|yikes|"
     r"yeah|yes|no|nope|sure|right|true|honestly|just so you know|for context|for the record|"
     r"quick note|quick update|update|heads up|(?:\w+ )?news|correction|sorry|oops|"
     r"sadly|unfortunately|fortunately|luckily|guess what|now|then|"
@@ -314,7 +331,7 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
     for line in text.splitlines():
         # one space between words: a run of whitespace (a paste's indentation)
         # made some rules backtrack for seconds
-        line = " ".join(line.split())
+        line = _spelled_out(" ".join(line.split()))
         if not line or _QUOTED_LINE.match(line):
             continue
         line = _QUOTES.sub(" ", line)

@@ -56,7 +56,9 @@ def _subject(word: str) -> str:
 
 
 def _moved(m: re.Match[str]) -> list[str]:
-    x = obj(m["x"])
+    # "denver last week, boxes everywhere": a lowercase word after a comma is
+    # no part of the place ("Portland, Oregon" is)
+    x = obj(re.sub(r",\s+(?-i:[a-z]).*$", "", m["x"]))
     if x is None:
         return []
     if tool_name(x):

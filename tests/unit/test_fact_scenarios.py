@@ -77,7 +77,9 @@ def test_cases_written_before_their_rules_are_reported_apart() -> None:
 # 1.0 / .94; held-out-6, blind, measured once at .44 / .79 (old rules .15 / .60),
 # then tuned on, 1.0 / 1.0; held-out-7, blind, written before the held-out-5/6
 # rules and measured once after them, never tuned on: .234 / .588, where the
-# rules before them read .213 / .60)
+# rules before them read .213 / .60; 2026-12-05, with chat spelling spelled
+# out ("im", "dont") and the other rules of that day, none written with it in
+# view: .277 / .632)
 FLOORS = {
     "before": (0.95, 0.95),
     "held-out-2": (0.90, 0.90),
@@ -85,5 +87,5 @@ FLOORS = {
     "held-out-4": (0.60, 0.75),
     "held-out-5": (0.95, 0.90),
     "held-out-6": (0.95, 0.95),
-    "held-out-7": (0.20, 0.55),
+    "held-out-7": (0.26, 0.60),
 }
