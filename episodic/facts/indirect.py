@@ -183,8 +183,10 @@ INDIRECT: tuple[tuple[str, Build], ...] = (
     ),
     # a trip: planned, or called off
     (
-        rf"^{_I} {_ADV}(?P<v>flying|travell?ing|heading|going|jetting) (?:out |over |back )?"
-        r"to (?P<x>.+)",
+        # "going to move to Oslo" is a plan (the table's), not a trip
+        rf"^{_I} {_ADV}(?!going to (?:move|relocate|quit|leave|start|join|retire|buy|sell|"
+        r"adopt|study|learn|switch|marry|get)\b)(?P<v>flying|travell?ing|heading|going|jetting) "
+        r"(?:out |over |back )?to (?P<x>.+)",
         _travelling,
     ),
     (

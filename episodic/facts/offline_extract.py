@@ -73,7 +73,8 @@ _NO_SUBJECT_VERB = (
     r"|(?:joined|left|gave up on|cancell?ed|quit|dropped|stopped) (?-i:[A-Z])"
     r"|(?:sold|ditched|got rid of|gave away)\s"
     rf"|(?:got|bought|rented|found) (?:my own|our own|an?) (?:[\w-]+ ){{0,2}}(?:{DWELLING})\b"
-    r"|switched (?:to|over|from)\b|adopted an?\b|retired\b)"
+    r"|switched (?:(?:my|our) [\w-]+ )?(?:to|over|from)\b|adopted an?\b|retired\b"
+    r"|joining [\w.&'-]+(?: [\w.&'-]+)? as\b)"
 )
 _NO_SUBJECT = re.compile(rf"^(?:(?:just|finally|recently|officially) )*{_NO_SUBJECT_VERB}", re.I)
 # chat spelling without apostrophes ("im vegan now", "i dont drink coffee");
@@ -102,6 +103,7 @@ _CLAUSES = re.compile(
     # splice naming a new favourite ("..., genmaicha is my go-to now")
     rf"|,\s+(?={_NO_SUBJECT_VERB})"
     r"|\s+(?=because (?:i|i'm|i've|we|we're)\b)"
+    r"|,\s+(?=back (?:to|on) )"
     r"|,\s+(?=[\w' -]{1,30}? (?:is|are) (?:now )?my (?:new )?(?:go-to|favou?rite|fave)\b)"
     # a request or question after a comma is not part of the fact before it
     # ("I'm a vet, can you help me ..."): it is cut off, and dropped as a question

@@ -233,6 +233,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     (rf"^{_I} (?:not|no longer) (?:a (?:big )?fan of|into) (?P<x>.+)", _dislike),
     (rf"^{_I} no longer (?P<x>.+)", fmt("User is no longer {x}")),
+    # "not using vscode anymore": the subject dropped
+    (r"^not (?:using|on) (?P<x>.+?),? any ?more\b", fmt("User no longer uses {x}")),
     (rf"^{_I} not (?P<x>.+?),? any ?more\b", fmt("User is no longer {x}")),
     (r"^i (?:don't|do not|can't|cannot) (?:really )?(?:like|stand|bear) (?P<x>.+)", _dislike),
     (r"^(?P<s>i|we) (?:don't|do not) (?P<x>(?:live|work|use|own|have|eat|drink|smoke) .+)", _not),
@@ -296,7 +298,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (
         rf"^{_S}{_HAVE} (?:switched|migrated|moved|changed) (?:over )?"
         r"(?:(?:(?:the|our|my) [\w-]+ )?(?:from|off(?: of)?|away from) (?P<y>.+?) )?"
-        r"(?:to|over to) (?P<x>.+)",
+        # "switched my editor to zed"
+        r"(?:(?:the|our|my) (?!(?:from|off|away)\b)[\w-]+ )?(?:to|over to) (?P<x>.+)",
         _switched,
     ),
     (rf"^{_S}{_HAVE} (?:replaced|swapped) (?P<y>.+?) (?:with|for) (?P<x>.+)", _replaced),
@@ -368,6 +371,13 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"started a new (?:job|role|position) at|been hired by|accepted an offer from) (?P<x>.+)",
         fmt("User works at {x}"),
     ),
+    # "joining shopify as a PM" (a new job, named lowercase or not)
+    (
+        rf"^(?:{_I} |i )?{_ADV}(?:joining|starting at) "
+        r"(?P<y>(?!(?:the|a|an|my|our|this|that|his|her|their)\b)[\w.&'-]+(?: [\w.&'-]+)?) as "
+        r"(?P<a>an? )?(?P<x>.+)",
+        lambda m: [f"User works at {m['y']}", *_job_and_employer(m)[:1]],
+    ),
     (
         rf"^i {_ADV}(?:got|was|'ve been|have been) hired (?:at|by) (?P<x>.+)",
         fmt("User works at {x}"),
@@ -395,6 +405,11 @@ _TABLE: tuple[tuple[str, Build], ...] = (
             else []
         ),
     ),
+    # "..., back to vim": a tool returned to
+    (
+        rf"^(?:{_I} |i'?ve gone |i went |went )?(?:back to|back on) (?P<x>.+)",
+        lambda m: [f"User uses {x}"] if (x := obj(m["x"])) and tool_name(x) else [],
+    ),
     (
         rf"^{_S} (?:have |'ve |just )?decided to (?P<x>.+)",
         lambda m: [f"{_subject(m['s'])} decided to {x}"] if (x := obj(m["x"])) else [],
@@ -409,7 +424,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         # a bare "I need X" asks for something in this chat ("I need a rubric for ...")
         lambda m: [] if m["v"].lower() == "need" and not m["adv"] else _opinion(m),
     ),
-    # a standing instruction: an imperative from now on
+    # a standing instruction: an imperative from now on, or asked to stop a habit
+    (r"^please (?P<x>stop [a-z]+ing\b.*)", _instruction),
     (
         rf"^(?:{FROM_NOW_ON})[,:]? (?:please )?{_IMPERATIVE}(?P<x>.+)",
         _instruction,
