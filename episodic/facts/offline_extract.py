@@ -74,9 +74,16 @@ _NO_SUBJECT_VERB = (
     r"|(?:sold|ditched|got rid of|gave away)\s"
     rf"|(?:got|bought|rented|found) (?:my own|our own|an?) (?:[\w-]+ ){{0,2}}(?:{DWELLING})\b"
     r"|switched (?:(?:my|our) [\w-]+ )?(?:to|over|from)\b|adopted an?\b|retired\b"
-    r"|joining [\w.&'-]+(?: [\w.&'-]+)? as\b)"
+    r"|joining [\w.&'-]+(?: [\w.&'-]+)? as\b"
+    r"|started (?:learning|to learn)\b|quit (?!(?:it|this|that|now|already|again)\b)[a-z])"
 )
 _NO_SUBJECT = re.compile(rf"^(?:(?:just|finally|recently|officially) )*{_NO_SUBJECT_VERB}", re.I)
+# a state with its "I'm" / "I've" dropped: "been vegetarian for years", "living in austin"
+_NO_SUBJECT_BE = re.compile(
+    r"^(been|living|staying|based|working) (?=in|at|for|as|with|vegan|vegetarian|"
+    r"pescatarian|an?\b)",
+    re.I,
+)
 # chat spelling without apostrophes ("im vegan now", "i dont drink coffee");
 # the ambiguous ones ("id", "ill", "were", "its", "lets") are left alone
 _INFORMAL = {
@@ -85,6 +92,7 @@ _INFORMAL = {
     "havent": "haven't", "hasnt": "hasn't", "wouldnt": "wouldn't", "couldnt": "couldn't",
     "shouldnt": "shouldn't", "youre": "you're", "theyre": "they're", "thats": "that's",
     "gonna": "going to", "wanna": "want to", "pls": "please", "plz": "please",
+    "gf": "girlfriend", "bf": "boyfriend", "bff": "best friend", "hubby": "husband",
 }  # fmt: skip
 _INFORMAL_RE = re.compile(rf"\b(?:{'|'.join(_INFORMAL)})\b", re.I)
 
@@ -124,7 +132,8 @@ _PREFACE = re.compile(r"^(?:[A-Za-z][\w'’ -]{0,40}):\s+(?=\S)")
 _LEAD_IN = re.compile(
     r"^(?:(?:so|well|also|actually|btw|by the way|oh|and|but|anyway|fyi|hey|hi|hello|ok|okay|"
     r"ugh|argh|omg|wow|yay|woohoo|phew|whew|welp|lol|haha|hmm|yikes|"
-    r"yeah|yes|no|nope|sure|right|true|honestly|just so you know|for context|for the record|"
+    r"yeah|yes|no(?! longer)|nope|sure|right|true|honestly|just so you know|for context|"
+    r"for the record|"
     r"quick note|quick update|update|heads up|(?:\w+ )?news|correction|sorry|oops|"
     r"sadly|unfortunately|fortunately|luckily|guess what|now|then|"
     r"to be clear|to clarify|as i said|as mentioned|basically|plus|finally|eventually|"
@@ -191,6 +200,8 @@ def _clauses(sentence: str) -> list[str]:
         bare = _clean(part)
         if _NO_SUBJECT.match(bare):
             part = f"I {bare}"
+        elif be := _NO_SUBJECT_BE.match(bare):
+            part = f"{'I have' if be[1].casefold() == 'been' else 'I am'} {bare}"
         elif together := _WITH_ME.match(bare):
             part = _user_of(together)
         pieces = _BARE_VERB.split(part)

@@ -67,7 +67,8 @@ def _moved(m: re.Match[str]) -> list[str]:
 
 
 def _job_and_employer(m: re.Match[str]) -> list[str]:
-    job, where = obj(m["x"]), obj(m["y"])
+    # "ETH working on robotics": the employer ends where the work begins
+    job, where = obj(m["x"]), obj(re.sub(r",?\s+(?:working|focusing) on\b.*$", "", m["y"]))
     out = []
     if job:
         out.append(f"User works as {m['a'] or ''}{job}".replace("  ", " "))
@@ -233,6 +234,10 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     (rf"^{_I} (?:not|no longer) (?:a (?:big )?fan of|into) (?P<x>.+)", _dislike),
     (rf"^{_I} no longer (?P<x>.+)", fmt("User is no longer {x}")),
+    (
+        rf"^(?:{_I} )?no longer (?:at|with|working (?:at|for)) (?P<x>.+)",
+        fmt("User no longer works at {x}"),
+    ),
     # "not using vscode anymore": the subject dropped
     (r"^not (?:using|on) (?P<x>.+?),? any ?more\b", fmt("User no longer uses {x}")),
     (rf"^{_I} not (?P<x>.+?),? any ?more\b", fmt("User is no longer {x}")),
@@ -249,6 +254,11 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     # what ended: given up, left, parted from (`endings`)
     (rf"^(?P<s>i|we){_HAVE} (?P<v>{GIVE_UP}|{LEAVE}|{PART}) (?P<x>.+)", _ended),
     (rf"^(?P<s>i|we){_HAVE} (?P<v>left) (?P<x>(?-i:[A-Z]).+)", _ended),
+    (
+        rf"^(?:me|i) and (?P<x>my (?:{RELATIONS})|(?-i:[A-Z])[\w-]+)(?: have| had)?"
+        rf"(?: (?:just|finally|recently))* (?P<v>{PART_TOGETHER})\b",
+        _parted,
+    ),
     (
         rf"^(?P<x>(?!(?:you|we|they|he|she|it|this|that)\b)[\w-]+|my (?:{RELATIONS})) and "
         r"(?:i|me)(?: have| had)?"
@@ -339,7 +349,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (
         r"^(?:i|we)(?:'ve)? (?:(?:have|'ve|just|recently|also|now) )*"
         r"(?:have|own|got|adopted|rescued|brought home) "
-        r"(?P<x>(?:an? |two |three )?[\w-]+ (?:named|called) [\w-]+.*)",
+        r"(?P<x>(?:an? |two |three )?[\w-]+(?: [\w-]+)? (?:named|called) [\w-]+.*)",
         fmt("User has {x}"),
     ),
     (r"^(?P<p>my|our) (?P<x>[\w' -]{1,40}?) (?P<v>died|passed away)(?P<t>.*)", _died("User's ")),
@@ -411,6 +421,10 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         lambda m: [f"User uses {x}"] if (x := obj(m["x"])) and tool_name(x) else [],
     ),
     (
+        rf"^(?:i {_ADV}(?:started|began) (?:learning|to learn)|{_I} {_ADV}learning) (?P<x>.+)",
+        fmt("User is learning {x}"),
+    ),
+    (
         rf"^{_S} (?:have |'ve |just )?decided to (?P<x>.+)",
         lambda m: [f"{_subject(m['s'])} decided to {x}"] if (x := obj(m["x"])) else [],
     ),
@@ -459,11 +473,12 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (r"^(?P<p>my|our) (?P<a>[\w' -]{1,40}?) (?P<v>is|are) (?P<x>.+)", _possessive),
     (rf"^{_I} (?P<x>an? (?!bit\b|little\b|tad\b|lot\b)\w.*)", _is_a),
     (
-        rf"^{_I} (?:now )?(?P<x>(?:(?:type [12]|mildly|severely|very) )?(?:vegan|vegetarian|"
+        rf"^(?:{_I}|i(?:'ve| have) been) (?:now )?"
+        r"(?P<x>(?:(?:type [12]|mildly|severely|very) )?(?:vegan|vegetarian|"
         r"pescatarian|flexitarian|allergic to .+|(?:lactose|gluten) intolerant|left-handed|"
         r"colou?r ?blind|diabetic|pre-diabetic|asthmatic|epileptic|coeliac|celiac|autistic|"
         r"dyslexic|deaf|hard of hearing|anaemic|anemic))"
-        r"(?:,? (?:now|these days|nowadays))?(?=$|,|\s+(?:so|and|but|because)\b)",
+        r"(?:,? (?:now|these days|nowadays))?(?=$|,|\s+(?:so|and|but|because|for|since)\b)",
         fmt("User is {x}"),
     ),
     # "as a pharmacist I get asked ...": the job the clause speaks from

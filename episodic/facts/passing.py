@@ -28,8 +28,16 @@ from episodic.facts.slots import TOOL_WORD
 from episodic.facts.when import WEEKDAYS
 
 _NAMED = re.compile(rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[A-Z])[a-z][\w-]+)\b")
-_PET_KIND = re.compile(rf"\b(?:an?|my|our) (?P<a>{'|'.join(PETS)})\b", re.I)
-_MINE_NAMED = re.compile(r"\b(?:mine|ours)(?:'s| is) (?:called|named) (?P<n>[A-Z][\w-]+)", re.I)
+_PET_KIND = re.compile(
+    r"\b(?:an?|my|our)(?: (?:second|third|new|little|baby|rescue|other))? "
+    rf"(?P<a>{'|'.join(PETS)})\b",
+    re.I,
+)
+_MINE_NAMED = re.compile(
+    r"\b(?:(?:mine|ours)(?:'s| is) (?:called|named)|(?:her|his|its|their) name(?:'s| is)) "
+    r"(?P<n>[A-Z][\w-]+)",
+    re.I,
+)
 _JOB_AS = re.compile(
     r"\bmy (?:(?:day|full-time|part-time|main|real|current|paid) )?"
     rf"(?:job|career|work|role|position) as (?P<a>an? )?(?P<x>[\w -]*?\b(?:{JOB}))s?\b",

@@ -27,6 +27,9 @@ _EMPTY_OBJECT = re.compile(
 TAIL = re.compile(
     r",\s*(?:so|because|but|which|since|and|as|not|though|although|if)\b.*$"
     r"|\s+(?:and|but) (?:he|she|it|they|we|i|i'm)\b.*$"
+    r"|\s+but (?:this|that|these|those|the|my|our|its|it's)\b.*$"
+    # "Porto not Lisbon": the value it is not
+    r"|\s+not [\w-]+$"
     # "... and the winters are killing me": a new subject with its own verb
     r"|\s+and (?:the|this|that|these|those) [\w'-]+(?: [\w'-]+)? (?:is|are|was|were|has|have|"
     r"keeps?|kept|won't|can't|just|never|always)\b.*$"
