@@ -80,8 +80,8 @@ _NO_SUBJECT_VERB = (
 _NO_SUBJECT = re.compile(rf"^(?:(?:just|finally|recently|officially) )*{_NO_SUBJECT_VERB}", re.I)
 # a state with its "I'm" / "I've" dropped: "been vegetarian for years", "living in austin"
 _NO_SUBJECT_BE = re.compile(
-    r"^(been|living|staying|based|working) (?=in|at|for|as|with|vegan|vegetarian|"
-    r"pescatarian|an?\b)",
+    r"^(been|living|staying|based|working) (?=(?:in|at|as|with|vegan|vegetarian|pescatarian|"
+    r"an?)\b|for (?-i:[A-Z]))",
     re.I,
 )
 # chat spelling without apostrophes ("im vegan now", "i dont drink coffee");
@@ -125,7 +125,7 @@ _CLAUSES = re.compile(
 _BARE_VERB = re.compile(
     r",?\s+and (?=(?:also |now |currently )?(?:live|work|have|own|use|love|like|prefer|enjoy|"
     r"hate|moved|relocated|joined|got|adopted|drive|speak|play|study|am|'m|started|bought|"
-    r"sold|quit|ditched|switched|cancell?ed|rent|rented|teach|keep)\b)",
+    r"sold|quit|ditched|switched|cancell?ed|rent|rented|teach|keep|been)\b)",
     re.I,
 )
 _PREFACE = re.compile(r"^(?:[A-Za-z][\w'’ -]{0,40}):\s+(?=\S)")
@@ -219,6 +219,8 @@ def _clauses(sentence: str) -> list[str]:
                 verb = piece.split(" ", 1)[0].casefold()
                 if verb in ("am", "'m"):
                     out.append(f"I'm {piece.split(' ', 1)[1] if ' ' in piece else ''}")
+                elif verb == "been":
+                    out.append(f"{subject} have {piece}")
                 else:
                     out.append(f"{subject} {piece}")
             else:

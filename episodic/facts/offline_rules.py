@@ -41,7 +41,7 @@ RELATIONS = (
     r"grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|best friend|friend|"
     r"roommate|boss|manager|colleague|coworker|" + "|".join(PETS)
 )
-_JOB_HEAD_RE = re.compile(rf"^(.*?\b(?:{JOB})s?)(?:$|,|\s+and\s)", re.I)
+_JOB_HEAD_RE = re.compile(rf"^(.*?\b(?:{JOB})s?)(?:$|,|\s+(?:and|for|since)\s)", re.I)
 _PLACE_START = re.compile(r"^(?:the )?[A-Z]")  # a name: "Acme", "the Charité"
 _RELATION_RE = re.compile(rf"^(?:{RELATIONS})\b", re.I)
 
@@ -66,12 +66,15 @@ def _moved(m: re.Match[str]) -> list[str]:
     return [f"User moved to {x}"]
 
 
+def _job(m: re.Match[str]) -> list[str]:
+    job = obj(m["x"])
+    return [f"User works as {m['a'] or ''}{job}".replace("  ", " ")] if job else []
+
+
 def _job_and_employer(m: re.Match[str]) -> list[str]:
     # "ETH working on robotics": the employer ends where the work begins
-    job, where = obj(m["x"]), obj(re.sub(r",?\s+(?:working|focusing) on\b.*$", "", m["y"]))
-    out = []
-    if job:
-        out.append(f"User works as {m['a'] or ''}{job}".replace("  ", " "))
+    where = obj(re.sub(r",?\s+(?:working|focusing) on\b.*$", "", m["y"]))
+    out = _job(m)
     if where and _PLACE_START.match(m["y"].strip()):
         out.append(f"User works at {where}")
     return out
@@ -386,7 +389,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         rf"^(?:{_I} |i )?{_ADV}(?:joining|starting at) "
         r"(?P<y>(?!(?:the|a|an|my|our|this|that|his|her|their)\b)[\w.&'-]+(?: [\w.&'-]+)?) as "
         r"(?P<a>an? )?(?P<x>.+)",
-        lambda m: [f"User works at {m['y']}", *_job_and_employer(m)[:1]],
+        lambda m: [f"User works at {m['y']}", *_job(m)],
     ),
     (
         rf"^i {_ADV}(?:got|was|'ve been|have been) hired (?:at|by) (?P<x>.+)",
@@ -464,14 +467,18 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         ),
     ),
     (r"^(?:i|we) (?:just )?sold (?P<x>.+)", fmt("User sold {x}")),
-    (r"^(?:i|we)(?:'ve| have)? (?:just )?(?:have|own|got|bought) (?P<x>.+)", fmt("User has {x}")),
+    # "I have been vegetarian" is a state, not a possession
+    (
+        r"^(?:i|we)(?:'ve| have)? (?:just )?(?:have|own|got|bought) (?!been\b)(?P<x>.+)",
+        fmt("User has {x}"),
+    ),
     (
         rf"^(?P<p>my) (?P<a>(?:{RELATIONS})(?: (?-i:[A-Z])[\w-]+)?) (?P<x>(?:is|was|works|lives|"
         r"loves|likes|has|plays|studies|goes|moved|just|recently|hates|owns|teaches|got)\b.+)",
         _relative_does,
     ),
     (r"^(?P<p>my|our) (?P<a>[\w' -]{1,40}?) (?P<v>is|are) (?P<x>.+)", _possessive),
-    (rf"^{_I} (?P<x>an? (?!bit\b|little\b|tad\b|lot\b)\w.*)", _is_a),
+    (rf"^(?:{_I}|i(?:'ve| have) been) (?P<x>an? (?!bit\b|little\b|tad\b|lot\b)\w.*)", _is_a),
     (
         rf"^(?:{_I}|i(?:'ve| have) been) (?:now )?"
         r"(?P<x>(?:(?:type [12]|mildly|severely|very) )?(?:vegan|vegetarian|"
