@@ -118,13 +118,6 @@ class Bm25:
         n, df = len(self._lengths), len(self._docs[i])
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
-    def common(self, term: str) -> bool:
-        """Held by more than half the documents: its Robertson-Sparck Jones idf
-        is not positive, so it tells no document from another ("user" in a
-        user's few facts); BM25's +1 inside the log would still rank by it."""
-        i = self._term.get(term)
-        return i is not None and 2 * len(self._docs[i]) > len(self._lengths)
-
     def scores(self, query: Sequence[str] | Mapping[str, float]) -> np.ndarray:
         """Every document's BM25 score for the query terms (0 where none occurs);
         a mapping weighs each term (an expanded query's added terms)."""

@@ -252,6 +252,10 @@ _WORD = re.compile(r"[a-z0-9]+")
 _NAME = re.compile(r"[^\W\d_]+(?: [^\W\d_]+)*")  # a person's name: letters, spaces
 SHARED_SHARE = 0.8  # a query word in this share of the nearest rows ranks nothing
 SHARED_MIN_ROWS = 3  # too few rows to tell a shared word from a relevant one
+# every fact is written "User ..." or "Team ..." (`episodic.facts.wording`): the
+# words name whom it is about, not what, and match a question's "user" in
+# every fact however few the user has
+ITEM_SUBJECTS = ("user", "users", "team")
 STALE_PENALTY = 0.5  # a turn stating a superseded value ranks below what replaced it
 # a fact or reflection must be at least this near in cosine (a word match alone
 # may be "the"): rank fusion alone gives the few items a user has near-equal

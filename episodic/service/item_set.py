@@ -13,8 +13,10 @@ import pyarrow as pa
 
 from episodic.dense import Dense
 from episodic.lexical import Bm25, tokens
-from episodic.retrieval import SHARED_MIN_ROWS, rarer_terms
+from episodic.retrieval import ITEM_SUBJECTS, rarer_terms
 from storage.search import Match, fuse
+
+_SUBJECT_TERMS = frozenset(t for w in ITEM_SUBJECTS for t in tokens(w))
 
 
 class ItemSet:
@@ -50,17 +52,15 @@ class ItemSet:
 
     def search(self, query: str, qvec: np.ndarray, n: int, columns: Sequence[str]) -> list[Match]:
         """BM25 top-n and cosine top-n of the active rows, fused by the one RRF;
-        query words (nearly) every one of the nearest rows holds (`rarer_terms`),
-        or more than half of all of them (`Bm25.common`), are left out of the
-        BM25 query."""
+        query words (nearly) every one of the nearest rows holds (`rarer_terms`)
+        and the subjects facts are written with (`ITEM_SUBJECTS`) are left out
+        of the BM25 query."""
         self._index()
         if not self._active:
             return []
         near = self._dense.top(qvec, n) if len(self._dense) else []
         texts = [str(self.rows[self._active[i]]["text"] or "") for i, _ in near]
-        terms = tokens(rarer_terms(query, texts))
-        if len(self._active) >= SHARED_MIN_ROWS:
-            terms = [t for t in terms if not self._bm25.common(t)]
+        terms = [t for t in tokens(rarer_terms(query, texts)) if t not in _SUBJECT_TERMS]
         lexical = self._bm25.top(terms, n)
         text_ids = [self._active[i] for i, _ in lexical]
         dense_ids = [self._active[i] for i, _ in near]

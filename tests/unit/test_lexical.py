@@ -81,14 +81,3 @@ def test_ascii_analyzer_matches_lancedb_on_any_ascii_text(text: str) -> None:
     from episodic.lexical import _ANALYZER
 
     assert list(_ANALYZER.analyze(text)) == _lance(text)
-
-
-def test_a_term_more_than_half_the_documents_hold_is_common() -> None:
-    """Its Robertson-Sparck Jones idf is not positive: "user" in three of a
-    user's four facts tells none from another."""
-    b = Bm25()
-    b.extend([["user", "berlin"], ["user", "pr"], ["team", "postgr"], ["user", "retri"]])
-    assert b.common("user")
-    assert not b.common("team") and not b.common("absent")
-    b.extend([["team"], ["team"]])  # 3 of 6: half is not more than half
-    assert not b.common("user") and not b.common("team")
