@@ -73,15 +73,17 @@ _NO_SUBJECT_VERB = (
     r"|(?:joined|left|gave up on|cancell?ed|quit|dropped|stopped) (?-i:[A-Z])"
     r"|(?:sold|ditched|got rid of|gave away)\s"
     rf"|(?:got|bought|rented|found) (?:my own|our own|an?) (?:[\w-]+ ){{0,2}}(?:{DWELLING})\b"
-    r"|switched (?:(?:my|our) [\w-]+ )?(?:to|over|from)\b|adopted an?\b|retired\b"
+    r"|(?:got )?switched (?:(?:my|our) [\w-]+ )?(?:to|over|from|off)\b|adopted an?\b|retired\b"
+    r"|(?:signed up|registered|enrolled) (?:for|in)\b"
+    rf"|(?:settled|moved) in(?:to)? (?:the|my|our|a) (?:new )?(?:{DWELLING})\b"
     r"|joining [\w.&'-]+(?: [\w.&'-]+)? as\b"
     r"|started (?:learning|to learn)\b|quit (?!(?:it|this|that|now|already|again)\b)[a-z])"
 )
 _NO_SUBJECT = re.compile(rf"^(?:(?:just|finally|recently|officially) )*{_NO_SUBJECT_VERB}", re.I)
 # a state with its "I'm" / "I've" dropped: "been vegetarian for years", "living in austin"
 _NO_SUBJECT_BE = re.compile(
-    r"^(been|living|staying|based|working) (?=(?:in|at|as|with|vegan|vegetarian|pescatarian|"
-    r"an?)\b|for (?-i:[A-Z]))",
+    r"^(been|living|staying|based|working|planning|originally) (?=(?:in|at|as|with|vegan|"
+    r"vegetarian|pescatarian|an?|from)\b|for (?-i:[A-Z]))",
     re.I,
 )
 # chat spelling without apostrophes ("im vegan now", "i dont drink coffee");
@@ -112,6 +114,7 @@ _CLAUSES = re.compile(
     rf"|,\s+(?={_NO_SUBJECT_VERB})"
     r"|\s+(?=because (?:i|i'm|i've|we|we're)\b)"
     r"|,\s+(?=back (?:to|on) )"
+    r"|,\s+(?=originally from )"
     r"|,\s+(?=[\w' -]{1,30}? (?:is|are) (?:now )?my (?:new )?(?:go-to|favou?rite|fave)\b)"
     # a request or question after a comma is not part of the fact before it
     # ("I'm a vet, can you help me ..."): it is cut off, and dropped as a question
@@ -125,7 +128,8 @@ _CLAUSES = re.compile(
 _BARE_VERB = re.compile(
     r",?\s+and (?=(?:also |now |currently )?(?:live|work|have|own|use|love|like|prefer|enjoy|"
     r"hate|moved|relocated|joined|got|adopted|drive|speak|play|study|am|'m|started|bought|"
-    r"sold|quit|ditched|switched|cancell?ed|rent|rented|teach|keep|been)\b)",
+    r"sold|quit|ditched|switched|cancell?ed|rent|rented|teach|keep|been|need|want|miss|went|"
+    r"go|run|eat|drink|cook)\b)",
     re.I,
 )
 _PREFACE = re.compile(r"^(?:[A-Za-z][\w'’ -]{0,40}):\s+(?=\S)")

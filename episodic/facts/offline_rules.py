@@ -16,7 +16,7 @@ import re
 
 from episodic.facts.chatter import is_conversation_act, is_passing_state
 from episodic.facts.endings import GIVE_UP, LEAVE, PART, PART_TOGETHER
-from episodic.facts.indirect import INDIRECT
+from episodic.facts.indirect import DWELLING, INDIRECT
 from episodic.facts.jobs import JOB
 from episodic.facts.slots import tool_name
 from episodic.facts.wording import TAIL, Build, fmt, obj, shift, third_person
@@ -71,11 +71,21 @@ def _job(m: re.Match[str]) -> list[str]:
     return [f"User works as {m['a'] or ''}{job}".replace("  ", " ")] if job else []
 
 
+# what follows a job's "at" when it is no employer: "a nurse at night", "at heart"
+_NOT_EMPLOYER = re.compile(
+    r"^(?:home|night|nights|heart|work|school|the moment|the minute|least|most|first|last|"
+    r"times|all|best|worst|weekends?|(?:this|that|my|our|your|his|her|their|some|any|one)\b)",
+    re.I,
+)
+
+
 def _job_and_employer(m: re.Match[str]) -> list[str]:
     # "ETH working on robotics": the employer ends where the work begins
     where = obj(re.sub(r",?\s+(?:working|focusing) on\b.*$", "", m["y"]))
     out = _job(m)
-    if where and _PLACE_START.match(m["y"].strip()):
+    y = m["y"].strip()
+    # a lowercase employer ("a backend engineer at stripe") when it is no idiom
+    if where and (_PLACE_START.match(y) or not _NOT_EMPLOYER.match(y)):
         out.append(f"User works at {where}")
     return out
 
@@ -203,6 +213,12 @@ _NOT_A_PLACE = (
     r"front|between|there|here|it|this|that|the|my|our|an?|two|too|way|over"
 )
 _HAVE = r"(?: have|'ve)?(?: (?:just|recently|finally|already|now))*"
+# what "I'm on a ..." names when it is the user's machine ("im on a macbook air m2")
+_DEVICE = re.compile(
+    r"^(?:an? |my )?(?:macbook|mac|imac|mac mini|iphone|ipad|android|pixel|galaxy|thinkpad|"
+    r"chromebook|surface|windows|linux|ubuntu|raspberry pi)\b",
+    re.I,
+)
 FROM_NOW_ON = r"from now on|going forward|moving forward|in (?:the )?future|by default"
 # what a standing instruction to an assistant opens with, capital or not
 _INSTRUCTION = (
@@ -289,6 +305,19 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         _intends("User is planning to {x}"),
     ),
     (rf"^{_I} (?:moving|relocating) to (?P<x>.+)", fmt("User is planning to move to {x}")),
+    (rf"^{_I} {_ADV}planning (?P<x>an? .+)", fmt("User is planning {x}")),
+    (
+        rf"^(?:i|we)(?:'ve| have)? {_ADV}(?:signed up|registered|enrolled) (?:for|in) (?P<x>.+)",
+        fmt("User signed up for {x}"),
+    ),
+    # "we pushed japan to october": a plan moved in time
+    (
+        rf"^(?:i|we)(?:'ve| have)? {_ADV}(?:pushed|postponed|rescheduled|delayed|bumped) "
+        r"(?:back )?(?:the |our |my )?(?P<y>.+?) (?:back )?(?:to|until|till) (?P<x>.+)",
+        lambda m: (
+            [f"User rescheduled {y} to {x}"] if (x := obj(m["x"])) and (y := shift(m["y"])) else []
+        ),
+    ),
     (r"^i(?:'ll| will) (?:probably |soon )?(?P<x>.+)", _intends("User will {x}")),
     # residence
     (
@@ -302,20 +331,31 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         fmt("User lives in {x}"),
     ),
     (r"^(?:i|we) (?:now )?call (?P<x>.+?) home\b", fmt("User lives in {x}")),
+    # "finally settled into the new flat in leeds": a home moved into is where they live
+    (
+        rf"^(?:i|we)(?:'ve| have)? (?:just |finally |now )*(?:settled|moved) in(?:to)? "
+        rf"(?:the|my|our|a) (?:new )?(?:{DWELLING}) in (?P<x>.+)",
+        fmt("User lives in {x}"),
+    ),
     (r"^home is (?:now )?(?P<x>(?-i:[A-Z]).+)", fmt("User lives in {x}")),
     (
         r"^(?P<s>i|we)(?:'ve|'d)? (?:just |recently |finally |have |had )*(?:moved|relocated)"
-        r"(?: (?:house|back|over))?(?: from .+?)? to (?P<x>.+)",
+        r"(?: (?:house|back home|back|over|home))?(?: from .+?)? to (?P<x>.+)",
         _moved,
     ),
     (
-        rf"^{_S}{_HAVE} (?:switched|migrated|moved|changed) (?:over )?"
+        rf"^{_S}{_HAVE} (?:(?:got|was|been) )?(?:switched|migrated|moved|changed) (?:over )?"
         r"(?:(?:(?:the|our|my) [\w-]+ )?(?:from|off(?: of)?|away from) (?P<y>.+?) )?"
         # "switched my editor to zed"
         r"(?:(?:the|our|my) (?!(?:from|off|away)\b)[\w-]+ )?(?:to|over to) (?P<x>.+)",
         _switched,
     ),
     (rf"^{_S}{_HAVE} (?:replaced|swapped) (?P<y>.+?) (?:with|for) (?P<x>.+)", _replaced),
+    # "went full neovim", "went all in on rust": a switch said loosely
+    (
+        rf"^{_S}{_HAVE} (?:went|gone|going) (?:full|all[- ]in (?:on|with)|over to) (?P<x>.+)",
+        lambda m: [f"{_subject(m['s'])} switched to {x}"] if (x := obj(m["x"])) else [],
+    ),
     # "I'm in Glasgow so ...", "i'm stuck here in tromsø": where they are based,
     # unless the clause (not what follows its "so" / "but") says for how long;
     # a lowercase name only alone before the clause ends, and not an idiom
@@ -362,6 +402,21 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"(?P<x>[\w'-]{1,40}) (?P<v>died|passed away)(?P<t>.*)",
         _died(""),
     ),
+    # health: a condition, a medicine a doctor prescribed
+    (
+        rf"^i {_ADV}(?:get|have|suffer from|struggle with|deal with|live with) "
+        r"(?P<x>(?:(?:chronic|bad|frequent|occasional|severe|mild) )?(?:migraines?|headaches|"
+        r"panic attacks|anxiety|depression|asthma|eczema|insomnia|back pain|acid reflux|ibs|"
+        r"adhd|diabetes|arthritis|psoriasis|hay fever|seizures|epilepsy|endometriosis|"
+        r"high blood pressure|long covid|tinnitus|vertigo|sciatica)\b.*)",
+        fmt("User has {x}"),
+    ),
+    (
+        r"^my (?:doctor|doc|gp|neurologist|psychiatrist|dermatologist|cardiologist|therapist|"
+        r"endocrinologist|rheumatologist|physician|specialist|allergist|oncologist) "
+        r"(?:just |has )?(?:put|started) me on (?P<x>.+)",
+        fmt("User takes {x}"),
+    ),
     # work
     (
         rf"^(?:i work|{_I} {_ADV}working|{_IV} {_ADV}been working|{_IV} {_ADV}started) as "
@@ -391,6 +446,28 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"(?P<a>an? )?(?P<x>.+)",
         lambda m: [f"User works at {m['y']}", *_job(m)],
     ),
+    # a first day or week in a job, or the last one at an employer
+    (
+        rf"^(?:{_I} )?(?:starting|started|begin(?:ning)?|began) (?:on |this |next )?"
+        r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|today|"
+        r"next week|this week|in (?:a|two) weeks?) as (?P<a>an? )?(?P<x>.+?) at (?P<y>.+)",
+        _job_and_employer,
+    ),
+    (
+        r"^(?:my )?first (?:day|week|month) as (?P<a>an? )?(?P<x>.+?)"
+        r"(?: at (?P<y>.+?))?(?: (?:is |was )?(?:done|over|complete|finished|went well))?$",
+        lambda m: _job_and_employer(m) if m["y"] else _job(m),
+    ),
+    (
+        r"^(?:my )?last day (?:at|with) (?P<x>.+?) (?:was|is)\b",
+        fmt("User no longer works at {x}"),
+    ),
+    # "I work mostly night shifts"
+    (
+        rf"^i {_ADV}work {_ADV}(?P<x>(?:the )?(?:night|day|early|late|evening|morning|weekend|double|"
+        r"split|graveyard|overnight) shifts?\b.*)",
+        fmt("User works {x}"),
+    ),
     (
         rf"^i {_ADV}(?:got|was|'ve been|have been) hired (?:at|by) (?P<x>.+)",
         fmt("User works at {x}"),
@@ -414,7 +491,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         rf"^(?P<s>i|we)(?:'m|'re| am| are) {_ADV}(?:using|on) (?P<x>.+)",
         lambda m: (
             [f"{_subject(m['s'])} uses {x}"]
-            if (x := obj(m["x"])) and (m.group(0).lower().split()[1:2] != ["on"] or tool_name(x))
+            if (x := obj(m["x"]))
+            and (m.group(0).lower().split()[1:2] != ["on"] or tool_name(x) or _DEVICE.match(x))
             else []
         ),
     ),
@@ -443,6 +521,12 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     # a standing instruction: an imperative from now on, or asked to stop a habit
     (r"^please (?P<x>stop [a-z]+ing\b.*)", _instruction),
+    # "pls use bullet points not paragraphs": a way of answering, against another
+    (
+        r"^(?:please )?(?P<x>(?:use|write|give|keep|reply|answer|respond|format|send|show) "
+        r".+? (?:not|instead of|rather than|over) .+)",
+        _instruction,
+    ),
     (
         rf"^(?:{FROM_NOW_ON})[,:]? (?:please )?{_IMPERATIVE}(?P<x>.+)",
         _instruction,

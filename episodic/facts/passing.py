@@ -34,8 +34,17 @@ _PET_KIND = re.compile(
     re.I,
 )
 _MINE_NAMED = re.compile(
-    r"\b(?:(?:mine|ours)(?:'s| is) (?:called|named)|(?:her|his|its|their) name(?:'s| is)) "
-    r"(?P<n>[A-Z][\w-]+)",
+    r"\b(?:(?:mine|ours)(?:'s| is) (?:called|named)|(?:her|his|its|their) name(?:'s| is)"
+    r"|(?:i |we )?(?:named|called) (?:her|him|it|them)) "
+    r"(?P<n>(?!(?:after|that|this|the|a|an|and|so|because)\b)[A-Z][\w-]+)",
+    re.I,
+)
+# "we got a second one, a kitten called mochi": a pet the user got, named with its kind
+_GOT_KIND_NAMED = re.compile(
+    r"\b(?:i|we)(?:'ve| have)? (?:just |finally |also )*(?:got|adopted|rescued|brought home|"
+    r"bought|have|own)\b[^.?!]*?\b(?:an?|my|our)(?: (?:second|third|new|little|baby|rescue|"
+    rf"other))? (?P<a>{'|'.join(PETS)}) (?:named|called) "
+    r"(?P<n>(?!(?:after|that|this|the|a|an|and)\b)[A-Za-z][\w-]+)",
     re.I,
 )
 _JOB_AS = re.compile(
@@ -76,9 +85,12 @@ def _named(sentence: str) -> list[str]:
 
 
 def _mine_named(sentence: str, said: str) -> list[str]:
+    got = [
+        f"User has a {g['a'].lower()} named {g['n']}" for g in _GOT_KIND_NAMED.finditer(sentence)
+    ]
     m = _MINE_NAMED.search(sentence)
     kinds = list(_PET_KIND.finditer(f"{said} {sentence[: m.start()]}")) if m else []
-    return [f"User has a {kinds[-1]['a'].lower()} named {m['n']}"] if m and kinds else []
+    return got + ([f"User has a {kinds[-1]['a'].lower()} named {m['n']}"] if m and kinds else [])
 
 
 def _tools(sentence: str) -> list[str]:

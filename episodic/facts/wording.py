@@ -36,6 +36,12 @@ TAIL = re.compile(
     # "... so please don't suggest ...": a request that follows the fact
     r"|,?\s+so (?:please|pls|plz|don't|do not|can you|could you|you)\b.*$"
     r"|\s+on top of\b.*$"
+    # "... to aimovig, the brain fog was too much": a new subject after a comma
+    r"|,\s+(?-i:(?:the|it|it's|this|that|these|those)) (?:[\w'-]+ ){1,3}(?:is|are|was|were|has|had)\b.*$"
+    # "... at stripe and trying to get better at ...": what they are doing besides
+    r"|\s+and (?:also )?(?-i:[a-z]+ing)\s.*$"
+    # a purpose: "moved to el paso to be closer to my mom"
+    r"|\s+(?:in order )?to be (?:closer|near|nearer|with)\b.*$|\s+in order to\b.*$"
     r"|\s+(?:because|since|so that|if|unless)\b.*$"
     r"|,?\s+(?:now|these days|nowadays|currently|for now|at the moment|right now)$"
     r"|,\s*(?:remember|you know|as i said|like i said)$"
