@@ -464,8 +464,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     # "I work mostly night shifts"
     (
-        rf"^i {_ADV}work {_ADV}(?P<x>(?:the )?(?:night|day|early|late|evening|morning|weekend|double|"
-        r"split|graveyard|overnight) shifts?\b.*)",
+        rf"^i {_ADV}work {_ADV}(?P<x>(?:the )?(?:night|day|early|late|evening|morning|weekend|"
+        r"double|split|graveyard|overnight) shifts?\b.*)",
         fmt("User works {x}"),
     ),
     (
