@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from episodic.facts import generic
 from episodic.facts.correction import apply_correction, contrast, corrected_value
 from episodic.facts.endings import PART_TOGETHER
 from episodic.facts.indirect import DWELLING
@@ -208,6 +209,8 @@ def _clauses(sentence: str) -> list[str]:
             part = f"{'I have' if be[1].casefold() == 'been' else 'I am'} {bare}"
         elif together := _WITH_ME.match(bare):
             part = _user_of(together)
+        elif generic.ENABLED and (back := generic.dropped_subject(bare)):
+            part = back
         pieces = _BARE_VERB.split(part)
         subject = ""
         for k, piece in enumerate(pieces):
@@ -316,7 +319,8 @@ def extract_facts_of(sentence: str) -> list[str]:
         if m:
             facts = (without_trailing_date(f) for f in build(m) if f)
             return [f[:MAX_FACT_CHARS].rstrip() for f in facts if f]
-    return []
+    said = generic.first_person_fact(s) if generic.ENABLED else None
+    return [said] if said else []
 
 
 def extract_sentence(sentence: str) -> str | None:

@@ -1,0 +1,138 @@
+"""A statement the user makes of themselves that no rule reads, kept in their words.
+
+The rule table (`offline_rules`) reads the ways people state the facts it
+knows by slot; what people say of themselves in other words ("i get
+migraines", "signed up for the chicago marathon", "im the maid of honor")
+it misses. Such a clause is kept as it stands, in the third person, when
+
+- it is about the user: "I ...", "I'm ...", "I've ...", or a subject dropped
+  before a verb in the past or in -ing ("booked flights to rome for may");
+- its verb is not one of the conversation's ("I think", "I guess", "I mean")
+  nor a wish or a request (the table reads "I want", "I need");
+- what follows the verb carries a content word (not "it", "that", "so
+  much"), and the clause is short: a long one is a story, not a fact.
+
+It has no slot (`slots.parse_slot` finds none), so the merge adds it; an
+ending or a correction that names its value still finds it by its words.
+"""
+
+from __future__ import annotations
+
+import re
+
+from episodic.facts.chatter import is_passing_state
+from episodic.facts.wording import obj, third_person
+
+ENABLED = True
+MAX_WORDS = 12  # a longer clause is a story, not a fact
+
+# verbs of the conversation, of the mind, of wishes: not facts about the user
+_NOT_A_FACT_VERB = frozenset(
+    "think thought guess mean meant know knew see wonder wondered hope hoped feel felt "
+    "believe suppose bet remember forgot forget agree understand like liked love loved want "
+    "wanted need needed ask asked say said tell told try tried wish wished appreciate "
+    "apologize apologise promise swear doubt assume realize realise figured figure noticed "
+    "heard was am is were be been can could would will should might must do did does don't "
+    "didn't doesn't can't cannot won't wouldn't couldn't shouldn't just also really actually "
+    "totally literally mean hate hated prefer preferred enjoy enjoyed care cared mind "
+    "imagine imagined expect expected guessed thank thanks let made make get got "
+    "go went come came look looked sound sounded seem seemed keep kept wait waited "
+    "doing feeling getting going switching trying hoping wondering thinking looking "
+    "planning gearing heading saying telling asking suggest suggests".split()
+)
+# what an object with nothing in it is made of
+_EMPTY = frozenset(
+    "it its it's that this these those them they so much lot lots too very really right now "
+    "today tonight back out up down stuff things thing one some any all more less well still "
+    "again anyway though sure yet there here about on in at to for of with a an the and or forward "
+    "but if just also mind way time day week month year weekend morning night monday tuesday "
+    "wednesday thursday friday saturday sunday january february march april may june july "
+    "august september october november december last next ago their theirs themselves other".split()
+)
+# -ed and -ing words that are not a verb dropped after its "I"
+_NOT_A_VERB = frozenset(
+    "bed red need seed speed feed weed breed shed sled wed hundred sacred naked wicked "
+    "tired bored excited scared worried married stressed confused interested obsessed used "
+    "supposed based red-eyed thing nothing something anything everything morning evening "
+    "king ring spring string wing sibling ceiling wedding pudding during bring sing sting "
+    "swing cling fling wring ding ping working living staying being unrelated related "
+    "knackered stoked pumped gutted relieved annoyed exhausted thrilled amazed shocked "
+    "surprised embarrassed overwhelmed".split()
+)
+_IRREGULAR_PAST = frozenset(
+    "bought took had began found left sold sent spent built brought caught taught lost met "
+    "paid ran sat won wrote drove ate drank flew gave grew led lent rode sang slept spoke "
+    "stood swam threw woke broke chose fell held hurt put set shut tore wore".split()
+)
+# adverbs between the subject and its verb: "I primarily ski", "I'm honestly ..."
+_ADVERBS = (
+    r"(?:(?:[a-z]{2,}(?:ally|ively|ously|fully|ently|antly|ately|ily|ibly|ably|ually|edly|"
+    r"ingly|arly|erly|ely)|just|also|already|now|only|still|always|never|often|sometimes|"
+    r"mostly|mainly|hardly|highly|fully|kinda|honestly|really) )*"
+)
+# a verb of its own after an -ing word: the -ing word is a subject, not "I'm ..."
+_FINITE = re.compile(
+    r"\b(?:is|was|are|were|can|could|will|would|has|have|had|makes?|made|must|might|should|"
+    r"seems?|sounds?|feels?|takes?|gives?|helps?|means?)\b"
+)
+# a request or a question inside what follows the verb: not a statement
+_ASKS = re.compile(r"\b(?:can|could|would|will) (?:u|you)\b|\?|\bpls\b|\bplease\b", re.I)
+_DROPPED = re.compile(rf"^{_ADVERBS}(?P<v>[a-z][a-z'-]+)\b(?P<rest>.*)$")
+_I = re.compile(
+    rf"^(?P<s>i'm|i am|i've|i have|i)\s+{_ADVERBS}(?P<v>[a-z][a-z'-]*)(?P<rest>(?:\s.*)?)$",
+    re.I,
+)
+
+
+def _past(v: str) -> bool:
+    """A verb in the past: -ed, or an irregular past, prefixed or not ("misspoke")."""
+    bare = re.sub(r"^(?:mis|re|over|under|out|with|fore|up)(?=[a-z]{3})", "", v)
+    return (v.endswith("ed") and len(v) > 4) or v in _IRREGULAR_PAST or bare in _IRREGULAR_PAST
+
+
+def dropped_subject(clause: str) -> str | None:
+    """The clause with its dropped "I'm" back ("heading to lisbon next week"
+    -> "I'm heading to lisbon next week"), or None. Only an -ing verb is read
+    so: a past verb without its subject is as often an agent's step of the
+    moment ("stopped the server") as a life event, and the rule table restores
+    those it knows (`offline_extract._NO_SUBJECT`); an -ing word with a verb of
+    its own after it is the subject ("Making tiramisu was fun")."""
+    low = clause.casefold()
+    m = _DROPPED.match(low)
+    if m is None or m["v"] in _NOT_A_VERB or m["v"] in _NOT_A_FACT_VERB:
+        return None
+    if m["v"].endswith("ing") and len(m["v"]) > 5 and not _FINITE.search(m["rest"]):
+        return f"I'm {clause}"
+    return None
+
+
+def first_person_fact(clause: str) -> str | None:
+    """The clause as a fact about the user, or None (see the module)."""
+    m = _I.match(clause)
+    if m is None:
+        return None
+    s, v, rest = m["s"].casefold(), m["v"].casefold(), m["rest"].strip()
+    if (
+        v in _NOT_A_FACT_VERB
+        or v in _NOT_A_VERB
+        or v.endswith(("n't", "'t"))  # a negation: not what the user does
+        or not rest
+        or _ASKS.search(rest)
+        or _FINITE.search(rest)  # "I'm making tiramisu was ...": not one statement
+    ):
+        return None
+    if is_passing_state(f"{v} {rest}"):
+        return None  # "I'm knackered", "I'm so excited about ..."
+    x = obj(rest)
+    if x is None or len(x.split()) + 1 > MAX_WORDS:
+        return None
+    if not any(len(w) >= 3 and w not in _EMPTY for w in re.findall(r"[\w'-]+", x.casefold())):
+        return None
+    if s in ("i'm", "i am"):
+        # "I'm studying for the bar exam", "I'm the maid of honor"
+        if v.endswith("ing") or v == "the":
+            return f"User is {v} {x}"
+        return None
+    if s in ("i've", "i have") or _past(v):
+        return None  # an event: "I dropped by the bakery" is the day's, not the user's
+    return f"User {third_person(v)} {x}"
