@@ -27,7 +27,9 @@ stored fact. Each sentence also gives what it says in passing (`passing`:
 "my cat Miso", "my day job as a cartographer", "My Vespa won't start"). Any other clause goes
 through the rule table of `offline_rules` (first match decides; one clause
 may give two facts: "I'm a nurse at St Mary's" gives the occupation and the
-employer). A fact stating a state drops a trailing relative date (`when`:
+employer); a first-person clause no rule reads is kept in the user's words
+(`generic`: "I handle our clients' campaigns", present or -ing only). A fact
+stating a state drops a trailing relative date (`when`:
 "started at X this Monday" gives "works at X"). Facts are cut at 200
 characters. Within one
 episode, facts that fill the same slot with the same value are one fact
