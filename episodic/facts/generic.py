@@ -1,19 +1,27 @@
 """A statement the user makes of themselves that no rule reads, kept in their words.
 
 The rule table (`offline_rules`) reads the ways people state the facts it
-knows by slot; what people say of themselves in other words ("i get
-migraines", "signed up for the chicago marathon", "im the maid of honor")
+knows by slot; what people say of their habits in other words ("i ride
+horses", "I handle the online presence of our clients", "i farm honey bees")
 it misses. Such a clause is kept as it stands, in the third person, when
 
-- it is about the user: "I ...", "I'm ...", "I've ...", or a subject dropped
-  before a verb in the past or in -ing ("booked flights to rome for may");
-- its verb is not one of the conversation's ("I think", "I guess", "I mean")
-  nor a wish or a request (the table reads "I want", "I need");
+- it is "I" and a verb in the present ("I ...", adverbs between read as
+  adverbs), or "I'm the ..." ("I'm the maid of honor");
+- its verb is not one of the conversation's ("I think", "I guess", "I hear
+  ya"), a wish, a request or a modal (the table reads "I want", "I need"),
+  and no "rarely" / "never" turns it around;
 - what follows the verb carries a content word (not "it", "that", "so
-  much"), and the clause is short: a long one is a story, not a fact.
+  much"), asks nothing, has no second verb, and is short: a long clause is a
+  story, not a fact.
 
-It has no slot (`slots.parse_slot` finds none), so the merge adds it; an
-ending or a correction that names its value still finds it by its words.
+Not kept: the past ("I dropped by the bakery", and on an agent's stream
+"stopped the server") and "I'm ...-ing" ("I'm eating sushi for lunch"): on
+real chats they are mostly the moment's, not the user's (measured on
+REALTALK and the bench's dialogues, 2026-12-06). A dropped "I'm" before an
+-ing verb is put back for the rule table to read ("learning spanish now").
+
+A kept clause has no slot (`slots.parse_slot` finds none), so the merge adds
+it; an ending or a correction that names its value still finds it by words.
 """
 
 from __future__ import annotations
@@ -38,7 +46,8 @@ _NOT_A_FACT_VERB = frozenset(
     "imagine imagined expect expected guessed thank thanks let made make get got "
     "go went come came look looked sound sounded seem seemed keep kept wait waited "
     "doing feeling getting going switching trying hoping wondering thinking looking "
-    "planning gearing heading saying telling asking suggest suggests".split()
+    "planning gearing heading saying telling asking suggest suggests sure ll ve re may "
+    "gotta gonna wanna even hear require request".split()
 )
 # what an object with nothing in it is made of
 _EMPTY = frozenset(
@@ -62,7 +71,8 @@ _NOT_A_VERB = frozenset(
 _IRREGULAR_PAST = frozenset(
     "bought took had began found left sold sent spent built brought caught taught lost met "
     "paid ran sat won wrote drove ate drank flew gave grew led lent rode sang slept spoke "
-    "stood swam threw woke broke chose fell held hurt put set shut tore wore".split()
+    "stood swam threw woke broke chose fell held hurt put set shut tore wore saw did said "
+    "came became heard knew thought felt".split()
 )
 # adverbs between the subject and its verb: "I primarily ski", "I'm honestly ..."
 _ADVERBS = (
@@ -70,6 +80,7 @@ _ADVERBS = (
     r"ingly|arly|erly|ely)|just|also|already|now|only|still|always|never|often|sometimes|"
     r"mostly|mainly|hardly|highly|fully|kinda|honestly|really) )*"
 )
+_SELDOM = re.compile(r"\b(?:rarely|seldom|hardly|barely|scarcely|never)\b", re.I)
 # a verb of its own after an -ing word: the -ing word is a subject, not "I'm ..."
 _FINITE = re.compile(
     r"\b(?:is|was|are|were|can|could|will|would|has|have|had|makes?|made|must|might|should|"
@@ -79,7 +90,7 @@ _FINITE = re.compile(
 _ASKS = re.compile(r"\b(?:can|could|would|will) (?:u|you)\b|\?|\bpls\b|\bplease\b", re.I)
 _DROPPED = re.compile(rf"^{_ADVERBS}(?P<v>[a-z][a-z'-]+)\b(?P<rest>.*)$")
 _I = re.compile(
-    rf"^(?P<s>i'm|i am|i've|i have|i)\s+{_ADVERBS}(?P<v>[a-z][a-z'-]*)(?P<rest>(?:\s.*)?)$",
+    rf"^(?P<s>i'm|i am|i've|i have|i)\s+{_ADVERBS}(?P<v>[a-z]{{2,}})(?P<rest>(?:\s.*)?)$",
     re.I,
 )
 
@@ -91,8 +102,8 @@ def _past(v: str) -> bool:
 
 
 def dropped_subject(clause: str) -> str | None:
-    """The clause with its dropped "I'm" back ("heading to lisbon next week"
-    -> "I'm heading to lisbon next week"), or None. Only an -ing verb is read
+    """The clause with its dropped "I'm" back ("learning spanish now" ->
+    "I'm learning spanish now"), or None. Only an -ing verb is read
     so: a past verb without its subject is as often an agent's step of the
     moment ("stopped the server") as a life event, and the rule table restores
     those it knows (`offline_extract._NO_SUBJECT`); an -ing word with a verb of
@@ -111,6 +122,8 @@ def first_person_fact(clause: str) -> str | None:
     m = _I.match(clause)
     if m is None:
         return None
+    if _SELDOM.search(m.group(0)[: m.start("v")]):
+        return None  # "I rarely leave the house": the adverb turns the verb around
     s, v, rest = m["s"].casefold(), m["v"].casefold(), m["rest"].strip()
     if (
         v in _NOT_A_FACT_VERB
@@ -129,10 +142,10 @@ def first_person_fact(clause: str) -> str | None:
     if not any(len(w) >= 3 and w not in _EMPTY for w in re.findall(r"[\w'-]+", x.casefold())):
         return None
     if s in ("i'm", "i am"):
-        # "I'm studying for the bar exam", "I'm the maid of honor"
-        if v.endswith("ing") or v == "the":
-            return f"User is {v} {x}"
-        return None
+        # "I'm the maid of honor"; "I'm eating sushi" is the moment's, not the user's
+        return f"User is the {x}" if v == "the" else None
     if s in ("i've", "i have") or _past(v):
         return None  # an event: "I dropped by the bakery" is the day's, not the user's
-    return f"User {third_person(v)} {x}"
+    # "i lives in america" (a typo) already has its -s
+    verb = v if v.endswith("s") and not v.endswith("ss") else third_person(v)
+    return f"User {verb} {x}"

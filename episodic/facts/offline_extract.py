@@ -28,7 +28,7 @@ stored fact. Each sentence also gives what it says in passing (`passing`:
 through the rule table of `offline_rules` (first match decides; one clause
 may give two facts: "I'm a nurse at St Mary's" gives the occupation and the
 employer); a first-person clause no rule reads is kept in the user's words
-(`generic`: "I handle our clients' campaigns", present or -ing only). A fact
+(`generic`: "I handle our clients' campaigns", in the present only). A fact
 stating a state drops a trailing relative date (`when`:
 "started at X this Monday" gives "works at X"). Facts are cut at 200
 characters. Within one

@@ -13,7 +13,10 @@ from episodic.facts.offline_extract import extract_facts_of
     ("clause", "fact"),
     [
         ("I run a small bakery in Leeds", "User runs a small bakery in Leeds"),
-        ("I'm studying for the bar exam", "User is studying for the bar exam"),
+        (
+            "i watch crime dramas and war documentaries",
+            "User watches crime dramas and war documentaries",
+        ),
         ("I'm the maid of honor", "User is the maid of honor"),
         ("I primarily ski recreationally", "User skis recreationally"),
     ],
@@ -37,6 +40,9 @@ def test_a_statement_about_the_user_is_kept(clause: str, fact: str) -> None:
         "I absolutely agree",  # an adverb, then a verb of the conversation
         "I haven't flown recently",
         "I'm doing well, thanks for asking",
+        "I'm eating sushi for lunch",  # the moment's, not the user's
+        "i rarely leave the house",  # the adverb turns the verb around
+        "I may want to eat there soon",
     ],
 )
 def test_chatter_is_not_a_fact(clause: str) -> None:
