@@ -31,7 +31,6 @@ import re
 from episodic.facts.chatter import is_passing_state
 from episodic.facts.wording import obj, third_person
 
-ENABLED = True
 MAX_WORDS = 12  # a longer clause is a story, not a fact
 
 # verbs of the conversation, of the mind, of wishes: not facts about the user

@@ -211,7 +211,7 @@ def _clauses(sentence: str) -> list[str]:
             part = f"{'I have' if be[1].casefold() == 'been' else 'I am'} {bare}"
         elif together := _WITH_ME.match(bare):
             part = _user_of(together)
-        elif generic.ENABLED and (back := generic.dropped_subject(bare)):
+        elif back := generic.dropped_subject(bare):
             part = back
         pieces = _BARE_VERB.split(part)
         subject = ""
@@ -321,7 +321,7 @@ def extract_facts_of(sentence: str) -> list[str]:
         if m:
             facts = (without_trailing_date(f) for f in build(m) if f)
             return [f[:MAX_FACT_CHARS].rstrip() for f in facts if f]
-    said = generic.first_person_fact(s) if generic.ENABLED else None
+    said = generic.first_person_fact(s)
     return [said] if said else []
 
 

@@ -213,6 +213,13 @@ _NOT_A_PLACE = (
     r"front|between|there|here|it|this|that|the|my|our|an?|two|too|way|over"
 )
 _HAVE = r"(?: have|'ve)?(?: (?:just|recently|finally|already|now))*"
+# a time a plan can be moved to
+_TIME_WORD = (
+    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday|spring|summer|autumn|fall|winter|week|month|year|weekend|tomorrow|"
+    r"later|\d"
+)
 # what "I'm on a ..." names when it is the user's machine ("im on a macbook air m2")
 _DEVICE = re.compile(
     r"^(?:an? |my )?(?:macbook|mac|imac|mac mini|iphone|ipad|android|pixel|galaxy|thinkpad|"
@@ -310,10 +317,12 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         rf"^(?:i|we)(?:'ve| have)? {_ADV}(?:signed up|registered|enrolled) (?:for|in) (?P<x>.+)",
         fmt("User signed up for {x}"),
     ),
-    # "we pushed japan to october": a plan moved in time
+    # "we pushed japan to october": a plan moved in time (to a time: "pushed the
+    # branch to origin" is git's)
     (
         rf"^(?:i|we)(?:'ve| have)? {_ADV}(?:pushed|postponed|rescheduled|delayed|bumped) "
-        r"(?:back )?(?:the |our |my )?(?P<y>.+?) (?:back )?(?:to|until|till) (?P<x>.+)",
+        r"(?:back )?(?:the |our |my )?(?P<y>.+?) (?:back )?(?:to|until|till) "
+        rf"(?P<x>(?:next |this |early |late |mid[- ])?(?:{_TIME_WORD})\b.*)",
         lambda m: (
             [f"User rescheduled {y} to {x}"] if (x := obj(m["x"])) and (y := shift(m["y"])) else []
         ),

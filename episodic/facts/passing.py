@@ -36,7 +36,8 @@ _PET_KIND = re.compile(
 _MINE_NAMED = re.compile(
     r"\b(?:(?:mine|ours)(?:'s| is) (?:called|named)|(?:her|his|its|their) name(?:'s| is)"
     r"|(?:i |we )?(?:named|called) (?:her|him|it|them)) "
-    r"(?P<n>(?!(?:after|that|this|the|a|an|and|so|because)\b)[A-Z][\w-]+)",
+    r"(?P<n>(?!(?:after|that|this|the|a|an|and|so|because|today|yesterday|tonight|back|"
+    r"again|earlier|later|last|about|out|up|on|for|to|at|in|twice|once)\b)[A-Z][\w-]+)",
     re.I,
 )
 # "we got a second one, a kitten called mochi": a pet the user got, named with its kind
