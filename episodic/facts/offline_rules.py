@@ -84,8 +84,10 @@ def _job_and_employer(m: re.Match[str]) -> list[str]:
     where = obj(re.sub(r",?\s+(?:working|focusing) on\b.*$", "", m["y"]))
     out = _job(m)
     y = m["y"].strip()
-    # a lowercase employer ("a backend engineer at stripe") when it is no idiom
-    if where and (_PLACE_START.match(y) or not _NOT_EMPLOYER.match(y)):
+    # a lowercase employer after "at" ("a backend engineer at stripe") when it is
+    # no idiom; after "for" it is as often whom the work is for ("a tutor for kids")
+    at = m.string[: m.start("y")].rstrip().casefold().endswith(" at")
+    if where and (_PLACE_START.match(y) or (at and not _NOT_EMPLOYER.match(y))):
         out.append(f"User works at {where}")
     return out
 
@@ -532,8 +534,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (r"^please (?P<x>stop [a-z]+ing\b.*)", _instruction),
     # "pls use bullet points not paragraphs": a way of answering, against another
     (
-        r"^(?:please )?(?P<x>(?:use|write|give|keep|reply|answer|respond|format|send|show) "
-        r".+? (?:not|instead of|rather than|over) .+)",
+        r"^(?:please )?(?P<x>(?:use|write|keep|reply|answer|respond|format) "
+        r".+? (?:not|instead of|rather than) .+)",
         _instruction,
     ),
     (

@@ -207,3 +207,25 @@ def test_facts_without_valid_support_are_dropped_with_a_warning(
 
 def test_no_turns_no_call() -> None:
     assert extract_facts(OfflineProvider(), [], now=NOW) == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "facts"),
+    [
+        # an agent's stream: git's "pushed ... to", a one-off task, whom a job is for
+        ("I pushed the branch to origin", []),
+        ("write the report over the weekend", []),
+        ("I'm a tutor for kids", ["User works as a tutor"]),
+        # and what the held-out-8 round reads
+        ("we pushed japan to october", ["User rescheduled japan to october"]),
+        (
+            "im a backend engineer at stripe",
+            ["User works as a backend engineer", "User works at stripe"],
+        ),
+        ("Use our JSON logger, not print", ["User wants the assistant to use their JSON logger"]),
+    ],
+)
+def test_rules_of_the_held_out_8_round_stay_off_an_agents_steps(
+    sentence: str, facts: list[str]
+) -> None:
+    assert [f for f, _ in offline_extract([turn(1, sentence)])] == facts
