@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from episodic.facts.normalize import normalize
-from episodic.facts.when import RELATIVE_DATE
+from episodic.facts.when import MONTHS, RELATIVE_DATE
 
 _SIGNAL = re.compile(
     r"^(?:(?:sorry|oops|whoops|no|nope|wait|actually|correction|my bad|my mistake|err|um|"
@@ -32,8 +32,7 @@ _RESTATE = re.compile(
 # a fact's value as the extractor writes it: a name (its words capitalised) or a number
 _NAMED = re.compile(r"\b(?:[A-Z][\w'-]*(?:\.?\s+[A-Z][\w'-]*)*|\d+)\b")
 # "no, it's Tuesday" answers a question about time; it corrects no value
-_DATE = re.compile(rf"^(?:{RELATIVE_DATE}|january|february|march|april|may|june|july|august|"
-                   r"september|october|november|december)$", re.I)  # fmt: skip
+_DATE = re.compile(rf"^(?:{RELATIVE_DATE}|{MONTHS})$", re.I)
 # what trails the value ("Klara with a K", "Dallas, sorry")
 _VALUE_END = re.compile(r"\s+(?:with|since|because|but|and|as|please|thanks|sorry)\b.*$|,.*$", re.I)
 

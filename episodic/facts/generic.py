@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 
 from episodic.facts.chatter import is_passing_state
+from episodic.facts.when import MONTHS, WEEKDAYS
 from episodic.facts.wording import obj, third_person
 
 MAX_WORDS = 12  # a longer clause is a story, not a fact
@@ -49,15 +50,18 @@ _NOT_A_FACT_VERB = frozenset(
     "gotta gonna wanna even hear require request".split()
 )
 # what an object with nothing in it is made of
-_EMPTY = frozenset(
-    "it its it's that this these those them they so much lot lots too very really right now "
-    "today tonight back out up down stuff things thing one some any all more less well still "
-    "again anyway though sure yet there here about on in at to for of with a an the and or forward "
-    "but if just also mind way time day week month year weekend morning night monday tuesday "
-    "wednesday thursday friday saturday sunday january february march april may june july "
-    "august september october november december last next ago their theirs themselves other".split()
+_EMPTY = (
+    frozenset(
+        "it its it's that this these those them they so much lot lots too very really right now "
+        "today tonight back out up down stuff things thing one some any all more less well still "
+        "again anyway though sure yet there here about on in at to for of with a an the and or forward "
+        "but if just also mind way time day week month year weekend morning night last next ago "
+        "their theirs themselves other".split()
+    )
+    | set(WEEKDAYS.split("|"))
+    | set(MONTHS.split("|"))
 )
-# -ed and -ing words that are not a verb dropped after its "I"
+# words that look like a verb and are none here (after "I", or opening a clause)
 _NOT_A_VERB = frozenset(
     "bed red need seed speed feed weed breed shed sled wed hundred sacred naked wicked "
     "tired bored excited scared worried married stressed confused interested obsessed used "

@@ -26,6 +26,7 @@ import re
 from episodic.facts.endings import LOSE_TASTE
 from episodic.facts.jobs import JOB
 from episodic.facts.slots import tool_name
+from episodic.facts.when import MONTHS, WEEKDAYS
 from episodic.facts.wording import Build, fmt, obj, shift
 
 _I = r"i(?:'m| am)"
@@ -47,10 +48,9 @@ _EVENT = (
 )
 # a month, a season or a relative time: a trip said with one is a plan
 _WHEN = re.compile(
-    r"\b(?:in|on|this|next|over|for|during) (?:the )?(?:january|february|march|april|may|june|"
-    r"july|august|september|october|november|december|spring|summer|autumn|fall|winter|"
-    r"week|weekend|month|year|holidays?|monday|tuesday|wednesday|thursday|friday|saturday|"
-    r"sunday)\b|\btomorrow\b|\bin \w+ (?:days|weeks|months)\b",
+    rf"\b(?:in|on|this|next|over|for|during) (?:the )?(?:{MONTHS}|spring|summer|autumn|fall|"
+    rf"winter|week|weekend|month|year|holidays?|{WEEKDAYS})\b|\btomorrow\b"
+    r"|\bin \w+ (?:days|weeks|months)\b",
     re.I,
 )
 # "I'm on X now" names what is used only when X is not a state one is "on"

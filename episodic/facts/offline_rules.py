@@ -19,6 +19,7 @@ from episodic.facts.endings import GIVE_UP, LEAVE, PART, PART_TOGETHER
 from episodic.facts.indirect import DWELLING, INDIRECT
 from episodic.facts.jobs import JOB
 from episodic.facts.slots import tool_name
+from episodic.facts.when import MONTHS, WEEKDAYS
 from episodic.facts.wording import TAIL, Build, fmt, obj, shift, third_person
 
 Rule = tuple[re.Pattern[str], Build]
@@ -217,10 +218,8 @@ _NOT_A_PLACE = (
 _HAVE = r"(?: have|'ve)?(?: (?:just|recently|finally|already|now))*"
 # a time a plan can be moved to
 _TIME_WORD = (
-    r"january|february|march|april|may|june|july|august|september|october|november|december|"
-    r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|monday|tuesday|wednesday|thursday|friday|"
-    r"saturday|sunday|spring|summer|autumn|fall|winter|week|month|year|weekend|tomorrow|"
-    r"later|\d"
+    rf"{MONTHS}|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|{WEEKDAYS}|spring|summer|autumn|"
+    r"fall|winter|week|month|year|weekend|tomorrow|later|\d"
 )
 # what "I'm on a ..." names when it is the user's machine ("im on a macbook air m2")
 _DEVICE = re.compile(
@@ -460,7 +459,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     # a first day or week in a job, or the last one at an employer
     (
         rf"^(?:{_I} )?(?:starting|started|begin(?:ning)?|began) (?:on |this |next )?"
-        r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|today|"
+        rf"(?:{WEEKDAYS}|tomorrow|today|"
         r"next week|this week|in (?:a|two) weeks?) as (?P<a>an? )?(?P<x>.+?) at (?P<y>.+)",
         _job_and_employer,
     ),

@@ -33,11 +33,14 @@ _PET_KIND = re.compile(
     rf"(?P<a>{'|'.join(PETS)})\b",
     re.I,
 )
+# what follows "named" / "called" when it is no name ("called her yesterday")
+_NO_NAME = (
+    r"(?!(?:after|that|this|the|a|an|and|so|because|today|yesterday|tonight|back|again|"
+    r"earlier|later|last|about|out|up|on|for|to|at|in|twice|once)\b)"
+)
 _MINE_NAMED = re.compile(
     r"\b(?:(?:mine|ours)(?:'s| is) (?:called|named)|(?:her|his|its|their) name(?:'s| is)"
-    r"|(?:i |we )?(?:named|called) (?:her|him|it|them)) "
-    r"(?P<n>(?!(?:after|that|this|the|a|an|and|so|because|today|yesterday|tonight|back|"
-    r"again|earlier|later|last|about|out|up|on|for|to|at|in|twice|once)\b)[A-Z][\w-]+)",
+    rf"|(?:i |we )?(?:named|called) (?:her|him|it|them)) (?P<n>{_NO_NAME}[A-Z][\w-]+)",
     re.I,
 )
 # "we got a second one, a kitten called mochi": a pet the user got, named with its kind
@@ -45,7 +48,7 @@ _GOT_KIND_NAMED = re.compile(
     r"\b(?:i|we)(?:'ve| have)? (?:just |finally |also )*(?:got|adopted|rescued|brought home|"
     r"bought|have|own)\b[^.?!]*?\b(?:an?|my|our)(?: (?:second|third|new|little|baby|rescue|"
     rf"other))? (?P<a>{'|'.join(PETS)}) (?:named|called) "
-    r"(?P<n>(?!(?:after|that|this|the|a|an|and)\b)[A-Za-z][\w-]+)",
+    rf"(?P<n>{_NO_NAME}[A-Za-z][\w-]+)",
     re.I,
 )
 _JOB_AS = re.compile(

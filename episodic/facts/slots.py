@@ -46,6 +46,7 @@ import re
 from typing import NamedTuple
 
 from episodic.facts.normalize import normalize
+from episodic.facts.when import MONTHS, WEEKDAYS
 
 
 class Slot(NamedTuple):
@@ -115,9 +116,8 @@ _SUBJECTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
 _CUT = re.compile(
     r"\s+(?:since|now|anymore|last|this|next|ago|yesterday|today|recently|because|"
     r"but|and|with|when|after|before|as of|for now|instead)\b.*$"
-    r"|\s+(?:in|on|over|during|around) (?:the )?(?:january|february|march|april|may|june|"
-    r"july|august|september|october|november|december|spring|summer|autumn|fall|winter|"
-    r"weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d{4})\b.*$"
+    rf"|\s+(?:in|on|over|during|around) (?:the )?(?:{MONTHS}|spring|summer|autumn|fall|winter|"
+    rf"weekend|{WEEKDAYS}|\d{{4}})\b.*$"
 )
 _BE = r"(?:is |am |are |'s |'m |'re )?"
 _V = r"(?:(?:has |have |just |recently |now |also |finally )*)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 WEEKDAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+MONTHS = r"january|february|march|april|may|june|july|august|september|october|november|december"
 _UNITS = r"morning|afternoon|evening|night|week|weekend|month|year|spring|summer|autumn|fall|winter"
 _COUNT = r"a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of|several|\d+"
 RELATIVE_DATE = (
