@@ -93,6 +93,24 @@ def contrast(clause: str, *, signal: object = None) -> str | None:
     return f"User corrected {y} to {x}"
 
 
+# "i told u deloitte last time?? i meant kpmg": the slip and the value meant,
+# across the turn's sentences
+_SAID_MEANT = re.compile(
+    r"\b(?:told (?:you|u|ya)|said|wrote|typed|put)(?: (?:it was|it's|its))? "
+    r"(?!(?:that|this|it|no|yes|so|the|an?|something|anything|you|u|me)\b)(?P<y>[\w.+#-]{3,})\b"
+    r"[^.!?]*[.!?]*\s*(?:(?:sorry|oops|lol|haha|wait|no)[,!.]?\s+)*i meant (?P<x>[\w.+#-]{2,})",
+    re.I,
+)
+
+
+def said_instead(text: str) -> str | None:
+    """The correction fact of a turn that names a value said and the one meant, or None."""
+    m = _SAID_MEANT.search(text)
+    if m is None or normalize(m["x"]) == normalize(m["y"]):
+        return None
+    return f"User corrected {m['y']} to {m['x']}"
+
+
 def corrected_fact(new_text: str, old_text: str) -> str | None:
     """`old_text` with the value a correction fact names replaced, or None
     when `new_text` is no correction or `old_text` does not hold the old value."""

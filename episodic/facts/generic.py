@@ -54,7 +54,8 @@ _EMPTY = (
     frozenset(
         "it its it's that this these those them they so much lot lots too very really right now "
         "today tonight back out up down stuff things thing one some any all more less well still "
-        "again anyway though sure yet there here about on in at to for of with a an the and or forward "
+        "again anyway though sure yet there here about on in at to for of with a an the and or "
+        "forward "
         "but if just also mind way time day week month year weekend morning night last next ago "
         "their theirs themselves other".split()
     )
@@ -150,5 +151,5 @@ def first_person_fact(clause: str) -> str | None:
     if s in ("i've", "i have") or _past(v):
         return None  # an event: "I dropped by the bakery" is the day's, not the user's
     # "i lives in america" (a typo) already has its -s
-    verb = v if v.endswith("s") and not v.endswith("ss") else third_person(v)
+    verb = v if v.endswith("s") and not v.endswith(("ss", "us")) else third_person(v)
     return f"User {verb} {x}"

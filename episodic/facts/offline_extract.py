@@ -43,10 +43,10 @@ import re
 from collections.abc import Sequence
 
 from episodic.facts import generic
-from episodic.facts.correction import apply_correction, contrast, corrected_value
+from episodic.facts.correction import apply_correction, contrast, corrected_value, said_instead
 from episodic.facts.endings import PART_TOGETHER
 from episodic.facts.indirect import DWELLING
-from episodic.facts.offline_rules import FROM_NOW_ON, RELATIONS, RULES
+from episodic.facts.offline_rules import FROM_NOW_ON, INJURED, RELATIONS, RULES
 from episodic.facts.passing import in_passing
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import FactTurn
@@ -61,6 +61,8 @@ _SENTENCES = re.compile(
     r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bMrs\.)(?<!\bProf\.)"
     r"(?<=[.!?;])\s+|\n+"
     r"|\s+[-\u2013\u2014]\s+"  # a dash between two clauses: "big news - I left teaching"
+    # an emoji ends what it follows: "my new flat in glasgow 🎉 move is finally done"
+    r"|\s*[\U0001F300-\U0001FAFF\u2600-\u27BF]+(?:\s+|$)"
 )
 # a clause that opens with a past verb of a change in someone's life has dropped
 # its "I" ("cancelled my gym membership today", "moved to Glasgow last weekend");
@@ -80,12 +82,20 @@ _NO_SUBJECT_VERB = (
     r"|(?:signed up|registered|enrolled) (?:for|in)\b"
     rf"|(?:settled|moved) in(?:to)? (?:the|my|our|a) (?:new )?(?:{DWELLING})\b"
     r"|joining [\w.&'-]+(?: [\w.&'-]+)? as\b"
-    r"|started (?:learning|to learn)\b|quit (?!(?:it|this|that|now|already|again)\b)[a-z])"
+    r"|started (?:learning|to learn)\b|quit (?!(?:it|this|that|now|already|again)\b)[a-z]"
+    # a home's keys got, a trip booked or called off, an injury, a class begun
+    r"|got (?:the )?keys (?:to|for)\b"
+    r"|booked (?:(?:the|our|my|a|some|cheap|two|2) )?(?:flights?|tickets?|trip|holiday|hotel)\b"
+    r"|had to cancel\b"
+    rf"|(?:{INJURED}) my\b"
+    r"|started an? (?:[\w-]+ ){0,3}(?:class|course|lessons|workshop)\b"
+    r"(?! (?:for|to|that|which|called|named|in)\b))"
 )
 _NO_SUBJECT = re.compile(rf"^(?:(?:just|finally|recently|officially) )*{_NO_SUBJECT_VERB}", re.I)
 # a state with its "I'm" / "I've" dropped: "been vegetarian for years", "living in austin"
 _NO_SUBJECT_BE = re.compile(
-    r"^(been|living|staying|based|working|planning|originally) (?=(?:in|at|as|with|vegan|"
+    r"^(been|living|staying|based|working|planning|originally) "
+    r"(?=(?:(?:full|part)[- ]time )?(?:in|at|as|with|vegan|"
     r"vegetarian|pescatarian|an?|from)\b|for (?-i:[A-Z]))",
     re.I,
 )
@@ -102,8 +112,12 @@ _INFORMAL = {
 _INFORMAL_RE = re.compile(rf"\b(?:{'|'.join(_INFORMAL)})\b", re.I)
 
 
+# "w my bf": a lone lowercase w is "with" (not "W." or "w/o")
+_W = re.compile(r"(?<![\w./])w(?= (?-i:[a-z0-9]))")
+
+
 def _spelled_out(line: str) -> str:
-    return _INFORMAL_RE.sub(lambda m: _INFORMAL[m[0].casefold()], line)
+    return _W.sub("with", _INFORMAL_RE.sub(lambda m: _INFORMAL[m[0].casefold()], line))
 
 
 _CLAUSES = re.compile(
@@ -122,7 +136,8 @@ _CLAUSES = re.compile(
     # a request or question after a comma is not part of the fact before it
     # ("I'm a vet, can you help me ..."): it is cut off, and dropped as a question
     r"|,\s+(?=(?:(?:so|and|but|ok|now) )?(?:can|could|would|will) you\b"
-    r"|(?:(?:have you |you )?got )?any (?:ideas?|tips|advice|suggestions|recommendations|"
+    r"|(?:(?:have you |you )?got )?any (?:ideas?|tips|tricks|hacks|pointers|advice|suggestions|"
+    r"recommendations|"
     r"thoughts|(?:\w+ ){1,2}ideas)\b"
     r"|(?:what|how|where|which|why|when|who)(?:'s| is| are| do| does| should| can| would)?\b"
     r"|(?:is|are) (?:there|it|this|that)\b|should i\b|do you\b|please\b)",
@@ -242,11 +257,14 @@ def _clauses(sentence: str) -> list[str]:
 # user, unless it is a parting ("X and I broke up", read by the rule table) or
 # says what they are to each other ("Priya and I have been together two years")
 _WITH_ME = re.compile(
-    rf"^(?:(?:me|i) and (?:[Mm]y|[Oo]ur) (?:{RELATIONS})(?: (?-i:[A-Z])[\w-]+)?"
+    rf"^(?:(?:me|i) and (?:[Mm]y|[Oo]ur) (?:{RELATIONS})(?: (?-i:[A-Z])[\w-]+"
+    # a name written lowercase, before the verb: "me and my gf maya just ..."
+    r"| (?!(?:are|were|have|had|just|both|also|still|now|live|lived|moved|got)\b)(?-i:[a-z]{3,})"
+    r"(?= (?:are|were|have|had|'ve|just|both|also|live|lived|moved|got|hit)\b))?"
     rf"|(?:[Mm]y|[Oo]ur) (?:{RELATIONS})(?: (?-i:[A-Z])[\w-]+)? and (?:i|me)"
     rf"|(?-i:[A-Z])[\w-]+ and (?:i|me)) (?!(?:have |had |just |finally |recently )*"
     rf"(?:{PART_TOGETHER})\b)(?!.*\b(?:together|each other|dating|a couple|married|engaged|"
-    r"met)\b)(?:(?P<be>are|were|have|'ve)\b)?(?P<rest>.+)$",
+    r"met|hit \d+|anniversary)\b)(?:(?P<be>are|were|have|'ve)\b)?(?P<rest>.+)$",
     re.I,
 )
 _BE_OF_I = {"are": "I'm", "were": "I was", "have": "I have", "'ve": "I have"}
@@ -351,6 +369,8 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
     """(fact, the earlier fact it corrects or None) for each fact of one turn;
     `earlier` are the facts the episode stated before it, in order."""
     facts: list[tuple[str, str | None]] = []
+    if meant := said_instead(text):
+        facts.append((meant, None))
     antecedents: list[str] = []
     said = ""
     for line in text.splitlines():

@@ -30,6 +30,11 @@ PETS = ("guinea pig", "bearded dragon", "dog", "cat", "puppy", "kitten", "parrot
         "horse", "pony", "donkey", "goat", "pig", "chicken", "hen", "duck", "fish",
         "goldfish", "axolotl", "turtle", "tortoise", "lizard", "gecko", "iguana", "snake",
         "frog", "tarantula", "bird", "budgie", "cockatiel", "canary", "parakeet",
+        # breeds said for the kind ("a rescue greyhound")
+        "greyhound", "whippet", "lurcher", "labrador", "poodle", "beagle", "terrier", "spaniel",
+        "collie", "retriever", "husky", "pug", "dachshund", "corgi", "chihuahua", "bulldog",
+        "labradoodle", "cockapoo", "goldendoodle", "schnauzer", "rottweiler", "dalmatian",
+        "pomeranian", "tabby",
         "pet")  # fmt: skip
 RELATIONS = (
     # the in-laws first: "mother" would match inside "mother-in-law" at the hyphen
@@ -82,7 +87,8 @@ _NOT_EMPLOYER = re.compile(
 
 def _job_and_employer(m: re.Match[str]) -> list[str]:
     # "ETH working on robotics": the employer ends where the work begins
-    where = obj(re.sub(r",?\s+(?:working|focusing) on\b.*$", "", m["y"]))
+    # ", mostly sql and tableau": a lowercase word after a comma is what they do there
+    where = obj(re.sub(r",?\s+(?:working|focusing) on\b.*$|,\s+(?-i:[a-z]).*$", "", m["y"]))
     out = _job(m)
     y = m["y"].strip()
     # a lowercase employer after "at" ("a backend engineer at stripe") when it is
@@ -216,6 +222,24 @@ _NOT_A_PLACE = (
     r"front|between|there|here|it|this|that|the|my|our|an?|two|too|way|over"
 )
 _HAVE = r"(?: have|'ve)?(?: (?:just|recently|finally|already|now))*"
+# an injury: what was torn, broken or sprained ("tore my acl")
+INJURED = r"tore|torn|broke|broken|sprained|fractured|dislocated|injured|pulled|twisted|ruptured"
+BODY_PART = (
+    r"acl|mcl|meniscus|achilles|hamstring|rotator cuff|ankle|wrist|arm|leg|knee|back|shoulder|"
+    r"hip|collarbone|rib|ribs|finger|toe|elbow|foot|hand|nose|neck|calf|groin|thumb|jaw|pelvis"
+)
+# a sport whose gerund names a habit ("bouldering every tuesday")
+SPORT = (
+    r"bouldering|climbing|running|swimming|cycling|hiking|skiing|snowboarding|surfing|skating|"
+    r"rowing|dancing|boxing|lifting|jogging|sailing|fishing|golfing|kayaking|paddleboarding|"
+    r"camping|riding|fencing|diving|yoga|pilates|crossfit|spinning|karate|judo|tennis|"
+    r"football|basketball|volleyball|badminton|squash|padel"
+)
+# what a dropped-subject state ("been vegan 2 yrs") lasts
+_FOR_YEARS = (
+    r"(?:for )?(?:\d+|a few|a couple(?: of)?|many|two|three|four|five|six|ten|several) "
+    r"(?:yrs?|years?|months?|mos?)"
+)
 # a time a plan can be moved to
 _TIME_WORD = (
     rf"{MONTHS}|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|{WEEKDAYS}|spring|summer|autumn|"
@@ -223,7 +247,8 @@ _TIME_WORD = (
 )
 # what "I'm on a ..." names when it is the user's machine ("im on a macbook air m2")
 _DEVICE = re.compile(
-    r"^(?:an? |my )?(?:macbook|mac|imac|mac mini|iphone|ipad|android|pixel|galaxy|thinkpad|"
+    r"^(?:an? |my )?(?:(?:19|20)\d\d )?(?:macbook|mac|imac|mac mini|iphone|ipad|android|pixel|"
+    r"galaxy|thinkpad|"
     r"chromebook|surface|windows|linux|ubuntu|raspberry pi)\b",
     re.I,
 )
@@ -268,6 +293,19 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     # "not using vscode anymore": the subject dropped
     (r"^not (?:using|on) (?P<x>.+?),? any ?more\b", fmt("User no longer uses {x}")),
     (rf"^{_I} not (?P<x>.+?),? any ?more\b", fmt("User is no longer {x}")),
+    (
+        r"^not (?P<x>(?:vegan|vegetarian|pescatarian|flexitarian|keto|gluten[- ]free|"
+        r"dairy[- ]free|sober|teetotal|single|married|engaged|a student))(?: any ?more| now)\b",
+        fmt("User is no longer {x}"),
+    ),
+    (
+        rf"^{_I} (?:now )?(?:eating|drinking) (?P<x>.+?) again\b",
+        lambda m: (
+            [f"User {'eats' if 'eat' in m.group(0) else 'drinks'} {x}"]
+            if (x := obj(m["x"]))
+            else []
+        ),
+    ),
     (r"^i (?:don't|do not|can't|cannot) (?:really )?(?:like|stand|bear) (?P<x>.+)", _dislike),
     (r"^(?P<s>i|we) (?:don't|do not) (?P<x>(?:live|work|use|own|have|eat|drink|smoke) .+)", _not),
     (
@@ -329,11 +367,37 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         ),
     ),
     (r"^i(?:'ll| will) (?:probably |soon )?(?P<x>.+)", _intends("User will {x}")),
+    # "booked flights to lisbon for june": a trip planned
+    (
+        rf"^(?:{_IV}|we(?:'ve| have)?) {_ADV}booked (?:(?:the|our|my|a|some|cheap|two|2) )?"
+        r"(?:flights?|tickets?|trip|holiday|vacation|hotel|airbnb|trains?|ferry) (?:to|for|in) "
+        r"(?P<x>.+)",
+        fmt("User is travelling to {x}"),
+    ),
+    # "I'm off to my cousin's wedding in cork next week": a plan with a date
+    (
+        rf"^{_I} off to (?P<x>(?!(?:bed|work|sleep|the gym|school|class)\b).+?\b(?:next|this) "
+        rf"(?:week|weekend|month|{WEEKDAYS})\b.*)",
+        fmt("User is going to {x}"),
+    ),
+    # "had to cancel lisbon": a trip called off, named by its place (an article
+    # makes it a thing: "had to cancel the deploy")
+    (
+        r"^(?:i |we )?had to cancel (?!(?:everything|it|that|this|them|plans|again)\b)"
+        r"(?P<x>[^\W\d_][\w-]*)(?: trip)?(?:,.*)?$",
+        fmt("User cancelled {x}"),
+    ),
     # residence
     (
         rf"^(?:{_IV} {_ADV}(?:been )?(?:live|living|reside|residing|stay|staying)|"
         rf"{_I} {_ADV}(?:living|based|residing|located|settled|staying)|i live|i reside) "
         r"in (?P<x>.+)",
+        fmt("User lives in {x}"),
+    ),
+    # "been in leeds 3 yrs": a place lived in for a span is home
+    (
+        rf"^i(?:'ve| have) {_ADV}been (?:living |based )?(?:here )?in "
+        rf"(?P<x>(?!(?:{_NOT_A_PLACE})\b)[^\W\d_][\w' -]*?),? {_FOR_YEARS}\b",
         fmt("User lives in {x}"),
     ),
     (
@@ -343,11 +407,18 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (r"^(?:i|we) (?:now )?call (?P<x>.+?) home\b", fmt("User lives in {x}")),
     # "finally settled into the new flat in leeds": a home moved into is where they live
     (
-        rf"^(?:i|we)(?:'ve| have)? (?:just |finally |now )*(?:settled|moved) in(?:to)? "
+        rf"^(?:i|we)(?:'ve| have)? (?:just |finally |now )*(?:(?:settled|moved) in(?:to)?|"
+        r"got (?:the )?keys (?:to|for)) "
         rf"(?:the|my|our|a) (?:new )?(?:{DWELLING}) in (?P<x>.+)",
         fmt("User lives in {x}"),
     ),
     (r"^home is (?:now )?(?P<x>(?-i:[A-Z]).+)", fmt("User lives in {x}")),
+    # "moved back in with my parents in sacramento"
+    (
+        r"^(?:i|we)(?:'ve| have)? (?:just |finally |recently )*moved (?:back )?in with "
+        r"(?:[\w' -]+?) in (?P<x>[^\W\d_][\w' -]*?)(?: for now| for a while| again)?$",
+        fmt("User lives in {x}"),
+    ),
     (
         r"^(?P<s>i|we)(?:'ve|'d)? (?:just |recently |finally |have |had )*(?:moved|relocated)"
         r"(?: (?:house|back home|back|over|home))?(?: from .+?)? to (?P<x>.+)",
@@ -361,6 +432,17 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         _switched,
     ),
     (rf"^{_S}{_HAVE} (?:replaced|swapped) (?P<y>.+?) (?:with|for) (?P<x>.+)", _replaced),
+    # "we're moving everything from heroku to aws": a migration under way
+    (
+        rf"^(?P<s>i|we)(?:'re|'m| are| am) {_ADV}(?:moving|migrating|switching|porting) "
+        r"(?:(?:everything|it all|all of it|(?:the|our|my) [\w-]+(?: [\w-]+)?) )?(?:over )?"
+        r"from (?P<y>.+?) (?:over )?to (?P<x>.+)",
+        lambda m: (
+            [f"{_subject(m['s'])} is migrating from {y} to {x}"]
+            if (x := obj(m["x"])) and (y := shift(m["y"]))
+            else []
+        ),
+    ),
     # "went full neovim", "went all in on rust": a switch said loosely
     (
         rf"^{_S}{_HAVE} (?:went|gone|going) (?:full|all[- ]in (?:on|with)|over to) (?P<x>.+)",
@@ -412,7 +494,11 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"(?P<x>[\w'-]{1,40}) (?P<v>died|passed away)(?P<t>.*)",
         _died(""),
     ),
-    # health: a condition, a medicine a doctor prescribed
+    # health: an injury, a condition, a medicine a doctor prescribed
+    (
+        rf"^i {_ADV}(?:have )?(?:{INJURED}) (?P<x>my (?:(?:left|right) )?(?:{BODY_PART}))\b",
+        lambda m: [f"User injured {x}"] if (x := obj(m["x"])) else [],
+    ),
     (
         rf"^i {_ADV}(?:get|have|suffer from|struggle with|deal with|live with) "
         r"(?P<x>(?:(?:chronic|bad|frequent|occasional|severe|mild) )?(?:migraines?|headaches|"
@@ -437,7 +523,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (rf"^{_I} (?P<a>an? )(?P<x>[\w -]*?(?:{JOB})s?) (?:at|for|with) (?P<y>.+)", _job_and_employer),
     (
         rf"^(?:i {_ADV}work|{_I} {_ADV}(?:working|employed)|{_IV} {_ADV}been working) "
-        r"(?P<v>at|for|as|on|by) (?P<x>.+)",
+        r"(?:(?:full|part)[- ]time )?(?P<v>at|for|as|on|by) (?P<x>.+)",
         lambda m: (
             [f"User works {'at' if m['v'].lower() == 'by' else m['v'].lower()} {x}"]
             if (x := obj(m["x"]))
@@ -461,6 +547,12 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         rf"^(?:{_I} )?(?:starting|started|begin(?:ning)?|began) (?:on |this |next )?"
         rf"(?:{WEEKDAYS}|tomorrow|today|"
         r"next week|this week|in (?:a|two) weeks?) as (?P<a>an? )?(?P<x>.+?) at (?P<y>.+)",
+        _job_and_employer,
+    ),
+    # "starting as a junior ux designer at plumline next month": a job about to begin
+    (
+        rf"^(?:{_I} )?{_ADV}(?:starting|about to start) (?:a new job |work |my new job )?as "
+        r"(?P<a>an? )?(?P<x>.+?) (?:at|with) (?P<y>.+)",
         _job_and_employer,
     ),
     (
@@ -510,6 +602,24 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (
         rf"^(?:{_I} |i'?ve gone |i went |went )?(?:back to|back on) (?P<x>.+)",
         lambda m: [f"User uses {x}"] if (x := obj(m["x"])) and tool_name(x) else [],
+    ),
+    (
+        rf"^{_I} {_ADV}(?:(?:studying|revising|cramming) for (?P<x>.+)|(?:preparing|prepping) "
+        r"for (?P<e>(?:the|my|an?) (?:[\w-]+ ){0,3}(?:exams?|test|interview|boards|bar|finals|"
+        r"certification|marathon|race)\b.*))",
+        lambda m: (
+            [f"User is {'studying' if m['x'] else 'preparing'} for {x}"]
+            if (x := obj(m["x"] or m["e"]))
+            else []
+        ),
+    ),
+    (
+        # a class only with its schedule or venue: "started a new class" is code
+        rf"^{_IV} {_ADV}(?:started|began|(?:am |'m )?taking|take) "
+        r"(?P<x>an? (?:[\w-]+ ){0,3}(?:course|lessons?|workshop)\b.*"
+        rf"|an? (?:[\w-]+ ){{0,3}}class(?:es)? (?=(?:on|every) |(?:{WEEKDAYS})s?\b|"
+        r"at (?:the|a) (?:gym|studio|community|local)\b).*)",
+        fmt("User takes {x}"),
     ),
     (
         rf"^(?:i {_ADV}(?:started|began) (?:learning|to learn)|{_I} {_ADV}learning) (?P<x>.+)",
@@ -579,7 +689,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"pescatarian|flexitarian|allergic to .+|(?:lactose|gluten) intolerant|left-handed|"
         r"colou?r ?blind|diabetic|pre-diabetic|asthmatic|epileptic|coeliac|celiac|autistic|"
         r"dyslexic|deaf|hard of hearing|anaemic|anemic))"
-        r"(?:,? (?:now|these days|nowadays))?(?=$|,|\s+(?:so|and|but|because|for|since)\b)",
+        rf"(?:,? (?:now|these days|nowadays))?(?=$|,|\s+(?:so|and|but|because|for|since)\b|"
+        rf"\s+{_FOR_YEARS}\b)",
         fmt("User is {x}"),
     ),
     # "as a pharmacist I get asked ...": the job the clause speaks from

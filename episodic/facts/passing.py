@@ -23,11 +23,50 @@ from collections.abc import Sequence
 
 from episodic.facts.jobs import JOB
 from episodic.facts.negation import is_ending
-from episodic.facts.offline_rules import PETS, RELATIONS
+from episodic.facts.offline_rules import PETS, RELATIONS, SPORT
 from episodic.facts.slots import TOOL_WORD
 from episodic.facts.when import WEEKDAYS
 
+# a tool's trouble told by its user: "VS Code keeps freezing when I open ..."
+_TOOL_TROUBLE = re.compile(
+    rf"^(?:(?:ugh|argh|so|ok|okay|hey|help)[,!.]? )*(?P<t>{TOOL_WORD}) (?:keeps|kept|won't|wont|"
+    r"doesn't|doesnt|isn't|isnt|is so|is being|is super|crashed|crashes|freezes|froze|hangs|"
+    r"lags|just crashed|stopped)\b",
+    re.I,
+)
+# a sport done on a schedule: "my forearms are wrecked from bouldering every tuesday"
+_SPORT_HABIT = re.compile(
+    rf"\b(?P<x>{SPORT}) (?P<t>(?:every|each) (?:{WEEKDAYS}|morning|evening|weekend|day|week|"
+    rf"night)|(?:once|twice|three times) a week|on (?:{WEEKDAYS})s)\b",
+    re.I,
+)
+# someone else in the sentence before it: the habit may be theirs
+_SOMEONE_ELSE = re.compile(rf"\b(?:he|she|they|his|her|their|[Mm]y (?:{RELATIONS}))\b", re.I)
+_PLAYED = re.compile(r"tennis|football|basketball|volleyball|badminton|squash|padel", re.I)
 _NAMED = re.compile(rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[A-Z])[a-z][\w-]+)\b")
+# a lowercase name, as chat writes one, only where a verb of its own follows it
+# ("my roommate jake leaves dishes", "my cat miso hasnt eaten"), and never a
+# word that makes a compound with the relation ("my dog walker is", "my mom always")
+_NAMED_LOWER = re.compile(
+    rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[a-z]{{3,}}))(?= (?:is|was|has|hasnt|hasn't|had|"
+    r"keeps|kept|wont|won't|cant|can't|doesnt|doesn't|didnt|didn't|isnt|isn't|wasnt|wasn't|"
+    r"leaves|left|loves|hates|wants|needs|says|said|thinks|told|tells|asked|asks|works|lives|"
+    r"passed|died|turned|hit|got|gets|just|still|always|never|and i|and me)\b)"
+)
+_NOT_A_NAME = re.compile(
+    r"^(?:\w+ly|always|never|just|still|also|even|only|now|then|too|and|or|but|who|which|"
+    r"that|this|says|said|food|sitter|walker|bed|tree|toys?|litter|box|door|flap|hair|fur|vet|"
+    r"insurance|carrier|crate|bowl|collar|lead|leash|park|groomer|trainer|house|kennel|treats|"
+    r"meds|owner|side|group|chat|family|friends?|circle|life|job|work|boss|car|place|room|"
+    r"time|stuff|thing|things|kids?|baby|wedding|birthday|party|name|age|phone|account|"
+    r"team|company|office|dad|mom|mum|sister|brother|son|daughter|wife|husband|cousin|aunt|"
+    r"uncle|grandma|grandpa|niece|nephew|best|new|old|little|big|older|younger|ex|late|"
+    r"situation|issue|problem|drama|news|health|history|schedule|plans?|trip|visit|call|text|"
+    r"message|advice|opinion|story|status|anniversary|funeral|surgery|condition|gift|card|"
+    # a verb where the name would be: "my parents were just ..."
+    r"were|are|was|is|am|be|been|have|had|has|will|would|can|could|did|does|should|might|"
+    r"must|may|got|went|came|made|took|gave|love|loved|like|liked|live|lived|work|worked)$"
+)
 _PET_KIND = re.compile(
     r"\b(?:an?|my|our)(?: (?:second|third|new|little|baby|rescue|other))? "
     rf"(?P<a>{'|'.join(PETS)})\b",
@@ -82,8 +121,9 @@ _DENIED = re.compile(
 
 def _named(sentence: str) -> list[str]:
     out = []
-    for m in _NAMED.finditer(sentence):
-        a, n = m["a"].lower(), m["n"]
+    lower = (m for m in _NAMED_LOWER.finditer(sentence) if not _NOT_A_NAME.match(m["n"]))
+    for m in (*_NAMED.finditer(sentence), *lower):
+        a, n = m["a"].lower(), m["n"][0].upper() + m["n"][1:]
         out.append(f"User has a {a} named {n}" if a in PETS else f"User's {a} is {n}")
     return out
 
@@ -100,10 +140,21 @@ def _mine_named(sentence: str, said: str) -> list[str]:
 def _tools(sentence: str) -> list[str]:
     if is_ending(sentence.casefold()) or _CHANGE.search(sentence):
         return []
-    out = []
+    out = [f"User uses {m['t']}" for m in _TOOL_TROUBLE.finditer(sentence.strip())]
     for m in _MY_TOOL.finditer(sentence):
         owner = "Team" if (m["p"] or "").lower() == "our" else "User"
         out.append(f"{owner} uses {m['t'] or m['u']}")
+    return out
+
+
+def _habits(sentence: str) -> list[str]:
+    out = []
+    for m in _SPORT_HABIT.finditer(sentence):
+        if _SOMEONE_ELSE.search(sentence[: m.start()]):
+            continue
+        x = m["x"].lower()
+        verb = "goes" if x.endswith("ing") else "plays" if _PLAYED.fullmatch(x) else "does"
+        out.append(f"User {verb} {x} {m['t'].lower()}")
     return out
 
 
@@ -128,6 +179,7 @@ def in_passing(sentence: str, said: str, facts: Sequence[str]) -> list[str]:
             for f in (
                 *(f"User works as {m['a'] or ''}{m['x']}" for m in _JOB_AS.finditer(sentence)),
                 *_tools(sentence),
+                *_habits(sentence),
                 *_brands(sentence),
                 *(f"User is not {m['x']}" for m in _DENIED.finditer(sentence)),
             )

@@ -235,7 +235,10 @@ def parse_slot(text: str) -> SlotValue | None:
     if possessive:
         m = _POSSESSIVE.match(rest)
         if m:
-            return sv(normalize(m["a"]) + _value_kind(m["v"]), _trim(m["v"]))
+            kind = _value_kind(m["v"])
+            if kind == ":about":  # "wife is really into opera" names no one: it sits beside
+                return SlotValue(Slot(subject, normalize(m["a"]) + kind), _trim(m["v"]), False)
+            return sv(normalize(m["a"]) + kind, _trim(m["v"]))
     return None
 
 
@@ -248,6 +251,14 @@ def _value_kind(value: str) -> str:
         return ":is-a"
     if re.match(r"^(?:named|called) ", v):
         return ":name"
+    # a description, not who they are: "really into opera", "into opera", "so proud"
+    if re.match(
+        r"^(?:really|very|so|too|into|not|always|never|quite|super|pretty|such|in|on|at|from|"
+        r"with|of|still|also|just|now|\w+ly|\w+ing|\w+ed) \S",
+        v,
+        re.I,
+    ):
+        return ":about"
     return ""
 
 

@@ -15,7 +15,13 @@ Build = Callable[[re.Match[str]], list[str]]
 _PRONOUNS = {"my": "their", "mine": "theirs", "me": "them", "myself": "themselves",
              "our": "their", "ours": "theirs", "us": "them", "ourselves": "themselves",
              "i": "they", "i'm": "they are", "we": "they", "we're": "they are"}  # fmt: skip
-_PRONOUN_RE = re.compile(r"\b(?:i'm|we're|my|mine|me|myself|our|ours|us|ourselves|i|we)\b", re.I)
+# "us" lowercase and not a country's ("the US", "a us citizen")
+_PRONOUN_RE = re.compile(
+    r"\b(?:i'm|we're|my|mine|me|myself|our|ours|(?-i:us)(?! (?:citizens?|citizenship|passport|"
+    r"visa|residents?|army|navy|military|government|dollars?|market|based|office|branch)\b)|"
+    r"ourselves|i|we)\b",
+    re.I,
+)
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
 _EMPTY_OBJECT = re.compile(
     r"^(?:it|that|this|these|those|you|your|them|to|so|too|an? (?:question|problem|issue|"
@@ -44,6 +50,8 @@ TAIL = re.compile(
     # a purpose: "moved to el paso to be closer to my mom"
     r"|\s+(?:in order )?to be (?:closer|near|nearer|with)\b.*$|\s+in order to\b.*$"
     r"|\s+(?:because|since|so that|if|unless)\b.*$"
+    # "... pets myself so no clue": a consequence with its own subject
+    r"|\s+so (?:no|i|i'm|i've|idk|we|they|it's|its|that's)\b.*$"
     r"|,?\s+(?:now|these days|nowadays|currently|for now|at the moment|right now)$"
     r"|,\s*(?:remember|you know|as i said|like i said)$"
     r"|,?\s+(?:btw|by the way|fyi|lol|haha|tbh|though|tho|too|as well)$",

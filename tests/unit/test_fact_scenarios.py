@@ -83,15 +83,20 @@ def test_cases_written_before_their_rules_are_reported_apart() -> None:
 # held-out-8, blind, measured once as written at .27 / .56, then tuned on: .73 / .74;
 # held-out-9, blind, measured once after that round at .17 / .43, then chose
 # the limits of the first-person fallback (`facts/generic.py`): .20 / .46;
-# held-out-7, untouched, .298 / .619 after both.
+# held-out-7, untouched, .298 / .619 after both; 2026-12-06 (later), a rules
+# round on held-out-9: .74 / .85 there, held-out-7 .40 / .71 (never tuned on;
+# one case read to fix a wrong supersession the round caused), held-out-4
+# .82 / .82; held-out-10, blind, measured before and after that round: .17 /
+# .70, then .17 / .58 (never tuned on).
 FLOORS = {
     "before": (0.95, 0.95),
     "held-out-2": (0.90, 0.90),
     "held-out-3": (0.60, 0.88),
-    "held-out-4": (0.70, 0.75),
+    "held-out-4": (0.78, 0.78),
     "held-out-5": (0.95, 0.90),
     "held-out-6": (0.95, 0.95),
-    "held-out-7": (0.28, 0.60),
-    "held-out-8": (0.70, 0.70),
-    "held-out-9": (0.18, 0.43),
+    "held-out-7": (0.38, 0.66),
+    "held-out-8": (0.72, 0.70),
+    "held-out-9": (0.70, 0.80),
+    "held-out-10": (0.15, 0.55),
 }
