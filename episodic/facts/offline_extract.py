@@ -46,7 +46,7 @@ from episodic.facts import generic
 from episodic.facts.correction import apply_correction, contrast, corrected_value, said_instead
 from episodic.facts.endings import PART_TOGETHER
 from episodic.facts.indirect import DWELLING
-from episodic.facts.offline_rules import FROM_NOW_ON, INJURED, RELATIONS, RULES
+from episodic.facts.offline_rules import FROM_NOW_ON, INJURED, RELATIONS, RULES, SPORT
 from episodic.facts.passing import in_passing
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import FactTurn
@@ -87,6 +87,11 @@ _NO_SUBJECT_VERB = (
     r"|got (?:the )?keys (?:to|for)\b"
     r"|booked (?:(?:the|our|my|a|some|cheap|two|2) )?(?:flights?|tickets?|trip|holiday|hotel)\b"
     r"|had to cancel\b"
+    # a sport given up, and nothing after it but when or why ("stopped playing
+    # tennis, my knee ..."; not "stopped running the tests")
+    rf"|(?:stopped|quit|gave up) (?:playing |going |doing )?(?:{SPORT})"
+    r"(?=\s*(?:$|[,.!;]|\s(?:after|because|since|for|when|last|this|altogether|completely)\b))"
+    rf"|haven't (?:been |gone |done |played )?(?:{SPORT}) (?:in|for)\b"
     rf"|(?:{INJURED}) my\b"
     r"|started an? (?:[\w-]+ ){0,3}(?:class|course|lessons|workshop)\b"
     r"(?! (?:for|to|that|which|called|named|in)\b))"

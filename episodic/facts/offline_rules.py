@@ -319,6 +319,12 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     # what ended: given up, left, parted from (`endings`)
     (rf"^(?P<s>i|we){_HAVE} (?P<v>{GIVE_UP}|{LEAVE}|{PART}) (?P<x>.+)", _ended),
     (rf"^(?P<s>i|we){_HAVE} (?P<v>left) (?P<x>(?-i:[A-Z]).+)", _ended),
+    # a sport not done for a while has ended: "haven't been climbing in months"
+    (
+        rf"^i (?:haven't|have not|havent) (?:been |gone |done |played )?(?P<x>{SPORT}) "
+        r"(?:in|for) (?:months|weeks|ages|a while|years|a year|(?:\d+|a few|two|three) \w+)\b",
+        fmt("User stopped {x}"),
+    ),
     (
         rf"^(?:me|i) and (?P<x>my (?:{RELATIONS})|(?-i:[A-Z])[\w-]+)(?: have| had)?"
         rf"(?: (?:just|finally|recently))* (?P<v>{PART_TOGETHER})\b",

@@ -285,6 +285,10 @@ def test_rules_of_the_held_out_8_round_stay_off_an_agents_steps(
             ["User goes bouldering every tuesday"],
         ),
         ("my sister goes running every morning", ["User's sister goes running every morning"]),
+        # and the end of such a habit (an agent's "stopped running the tests" is none)
+        ("stopped playing tennis, my knee cant take it", ["User stopped playing tennis"]),
+        ("havent been climbing in months", ["User stopped climbing"]),
+        ("stopped running the tests", []),
         (
             "wait i told u deloitte last time?? i meant kpmg lol",
             ["User corrected deloitte to kpmg"],
