@@ -29,7 +29,9 @@ _PASSING_STATE = re.compile(
     r"okay|ok|fine|late|away|out|back|here|there|online|offline|on (?:vacation|holiday|leave)|"
     # worn out, said of oneself or one's head ("my brain is fried")
     r"fried|frazzled|overwhelmed|swamped|slammed|knackered|shattered|wrecked|drained|"
-    r"burn[et] out|mush|toast)\b",
+    r"burn[et] out|mush|toast|"
+    # a thing's trouble of the moment ("my pixel 6 battery is dead by lunchtime")
+    r"dead|dying|broken|cracked|flat|stuck|frozen|acting up)\b",
     re.I,
 )
 

@@ -77,6 +77,8 @@ _CONTRAST = re.compile(
     r"|(?P<low>[^\W\d_][\w.+#-]*)),? not (?P<y>[\w.+#-]+(?: [\w.+#-]+)?)$",
     re.I,
 )
+# what chat puts after it: "i meant square not stripe lol"
+_CHAT_END = re.compile(r"(?:\s+(?:lol|haha|lmao|tbh|rn|btw|oops|sorry)[.!]*)+$", re.I)
 CORRECTION = re.compile(r"^(?:user|team) corrected (?P<y>.+?) to (?P<x>.+)$", re.I)
 # a version number after the old value goes with it ("Postgres 14")
 _VERSION = r"(?:\s+v?\d[\w.]*)?"
@@ -84,7 +86,7 @@ _VERSION = r"(?:\s+v?\d[\w.]*)?"
 
 def contrast(clause: str, *, signal: object = None) -> str | None:
     """The correction fact of an "X, not Y" clause, or None."""
-    m = _CONTRAST.search(clause.strip().rstrip(" .!"))
+    m = _CONTRAST.search(_CHAT_END.sub("", clause.strip().rstrip(" .!")))
     if m is None or (m["low"] and not signal):
         return None
     x, y = m["x"].strip(), m["y"].strip()

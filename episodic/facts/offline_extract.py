@@ -43,12 +43,18 @@ import re
 from collections.abc import Sequence
 
 from episodic.facts import generic
-from episodic.facts.correction import apply_correction, contrast, corrected_value, said_instead
+from episodic.facts.correction import (
+    apply_correction,
+    contrast,
+    corrected_fact,
+    corrected_value,
+    said_instead,
+)
 from episodic.facts.endings import PART_TOGETHER
 from episodic.facts.indirect import DWELLING
 from episodic.facts.offline_rules import FROM_NOW_ON, INJURED, RELATIONS, RULES, SPORT
 from episodic.facts.passing import in_passing
-from episodic.facts.slots import parse_slot
+from episodic.facts.slots import DEVICE_WORD, parse_slot
 from episodic.facts.types import FactTurn
 from episodic.facts.when import RELATIVE_DATE, without_trailing_date
 from episodic.facts.wording import obj
@@ -87,11 +93,16 @@ _NO_SUBJECT_VERB = (
     r"|got (?:the )?keys (?:to|for)\b"
     r"|booked (?:(?:the|our|my|a|some|cheap|two|2) )?(?:flights?|tickets?|trip|holiday|hotel)\b"
     r"|had to cancel\b"
+    r"|cancell?ed (?:the|our) (?:[\w-]+ )?(?:membership|subscription|contract|lease)\b"
     # a sport given up, and nothing after it but when or why ("stopped playing
     # tennis, my knee ..."; not "stopped running the tests")
     rf"|(?:stopped|quit|gave up) (?:playing |going |doing )?(?:{SPORT})"
     r"(?=\s*(?:$|[,.!;]|\s(?:after|because|since|for|when|last|this|altogether|completely)\b))"
     rf"|haven't (?:been |gone |done |played )?(?:{SPORT}) (?:in|for)\b"
+    # a device got in place of another: "gave up on android and got an iPhone 15"
+    r"|gave up(?: on (?:android|ios|apple|windows|linux|mac|it|that|them))? and "
+    r"(?:got|bought|switched)\b"
+    rf"|(?:got|bought) (?:an?|a new) (?:(?:19|20)\d\d )?(?:{DEVICE_WORD})\b"
     rf"|(?:{INJURED}) my\b"
     r"|started an? (?:[\w-]+ ){0,3}(?:class|course|lessons|workshop)\b"
     r"(?! (?:for|to|that|which|called|named|in)\b))"
@@ -133,7 +144,7 @@ _CLAUSES = re.compile(
     # a second clause that dropped its "I" ("i finally did it, moved to X"), a
     # reason with its own subject ("... because I work at a bakery"), and a comma
     # splice naming a new favourite ("..., genmaicha is my go-to now")
-    rf"|,\s+(?={_NO_SUBJECT_VERB})"
+    rf"|,\s+(?=(?:(?:just|finally|recently|officially) )*{_NO_SUBJECT_VERB})"
     r"|\s+(?=because (?:i|i'm|i've|we|we're)\b)"
     r"|,\s+(?=back (?:to|on) )"
     r"|,\s+(?=originally from )"
@@ -428,6 +439,11 @@ def offline_extract(turns: Sequence[FactTurn]) -> list[tuple[str, list[int]]]:
         if turn.role != "user":
             continue
         for fact, corrects in _turn_facts(turn.text, list(found)):
+            if corrects is None:
+                # "i meant square not stripe" said of a fact of this episode: rewrite it here
+                fixed = next(((f, new) for f in found if (new := corrected_fact(fact, f))), None)
+                if fixed is not None:
+                    corrects, fact = fixed
             slip = found.pop(corrects, []) if corrects is not None else []
             support = found.setdefault(fact, slip)
             if index not in support:

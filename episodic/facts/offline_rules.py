@@ -18,7 +18,7 @@ from episodic.facts.chatter import is_conversation_act, is_passing_state
 from episodic.facts.endings import GIVE_UP, LEAVE, PART, PART_TOGETHER
 from episodic.facts.indirect import DWELLING, INDIRECT
 from episodic.facts.jobs import JOB
-from episodic.facts.slots import tool_name
+from episodic.facts.slots import DEVICE_WORD, tool_name
 from episodic.facts.when import MONTHS, WEEKDAYS
 from episodic.facts.wording import TAIL, Build, fmt, obj, shift, third_person
 
@@ -247,9 +247,8 @@ _TIME_WORD = (
 )
 # what "I'm on a ..." names when it is the user's machine ("im on a macbook air m2")
 _DEVICE = re.compile(
-    r"^(?:an? |my )?(?:(?:19|20)\d\d )?(?:macbook|mac|imac|mac mini|iphone|ipad|android|pixel|"
-    r"galaxy|thinkpad|"
-    r"chromebook|surface|windows|linux|ubuntu|raspberry pi)\b",
+    rf"^(?:an? |my )?(?:(?:19|20)\d\d )?(?:{DEVICE_WORD}|mac|imac|mac mini|android|galaxy|"
+    r"surface|windows|linux|ubuntu|raspberry pi)\b",
     re.I,
 )
 FROM_NOW_ON = r"from now on|going forward|moving forward|in (?:the )?future|by default"

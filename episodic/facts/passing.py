@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from episodic.facts.jobs import JOB
 from episodic.facts.negation import is_ending
 from episodic.facts.offline_rules import PETS, RELATIONS, SPORT
-from episodic.facts.slots import TOOL_WORD
+from episodic.facts.slots import DEVICE_WORD, TOOL_WORD
 from episodic.facts.when import WEEKDAYS
 
 # a tool's trouble told by its user: "VS Code keeps freezing when I open ..."
@@ -43,6 +43,34 @@ _SPORT_HABIT = re.compile(
 # someone else in the sentence before it: the habit may be theirs
 _SOMEONE_ELSE = re.compile(rf"\b(?:he|she|they|his|her|their|[Mm]y (?:{RELATIONS}))\b", re.I)
 _PLAYED = re.compile(r"tennis|football|basketball|volleyball|badminton|squash|padel", re.I)
+# a device of the user's, named lowercase or not: "my pixel 6 battery is dead"
+_MY_DEVICE = re.compile(
+    rf"\b[Mm]y (?P<x>(?:{DEVICE_WORD})(?: (?:pro|max|air|mini|plus|ultra|\d+[a-z]?))*)\b", re.I
+)
+# what a question just named, owned up to: "a day trip from Leeds? that's where I
+# live", "the oil on a 2015 honda civic? that's what i drive"
+_THATS_WHERE = re.compile(
+    r"^(?:that's|thats|which is|that is) where (?:i|we) (?:live|'m based|am based|are based)\b",
+    re.I,
+)
+_PLACE_NAMED = re.compile(
+    r"\b(?:from|in|to|near|around|of) (?P<x>(?-i:[A-Z])[\w-]+(?: (?-i:[A-Z])[\w-]+)?)"
+)
+_THATS_WHAT = re.compile(
+    r"^(?:that's|thats|which is|that is) what (?:i|we) (?P<v>drive|ride|have|own)\b", re.I
+)
+_THING_NAMED = re.compile(
+    r"\b(?:an?|my|the) (?P<x>(?:(?:19|20)\d\d )?[\w-]+(?: [\w-]+){0,2}?)\s*\?", re.I
+)
+# "... in vim? it's my main editor": the tool the turn just named
+_ITS_MY_TOOL = re.compile(
+    r"\bit(?:'s| is) (?:my|our) (?:main|primary|daily|go-to|usual|default|only|favou?rite) "
+    r"(?:editor|ide|browser|terminal|shell|language|database|db|os|distro|stack|tool)\b",
+    re.I,
+)
+_GOT_RID = re.compile(
+    r"\b(?:sold|gave away|got rid of|replaced|traded in|returned|ditched)\b", re.I
+)
 _NAMED = re.compile(rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[A-Z])[a-z][\w-]+)\b")
 # a lowercase name, as chat writes one, only where a verb of its own follows it
 # ("my roommate jake leaves dishes", "my cat miso hasnt eaten"), and never a
@@ -147,6 +175,30 @@ def _tools(sentence: str) -> list[str]:
     return out
 
 
+def _a(word: str) -> str:
+    return "an" if word[0].lower() in "aeiou" else "a"
+
+
+def _devices(sentence: str) -> list[str]:
+    # a dead battery is no ending; a device sold or replaced is no longer had
+    if _CHANGE.search(sentence) or _GOT_RID.search(sentence):
+        return []
+    return [f"User has {_a(m['x'])} {m['x']}" for m in _MY_DEVICE.finditer(sentence)]
+
+
+def _owned_up(sentence: str, said: str) -> list[str]:
+    """What the sentence before named, claimed by "that's where I live" and the like."""
+    s = sentence.strip()
+    if _THATS_WHERE.match(s) and (places := list(_PLACE_NAMED.finditer(said))):
+        return [f"User lives in {places[-1]['x']}"]
+    if (m := _THATS_WHAT.match(s)) and (things := list(_THING_NAMED.finditer(said))):
+        verb = {"have": "has", "own": "owns"}.get(m["v"].lower(), m["v"].lower() + "s")
+        return [f"User {verb} a {things[-1]['x']}"]
+    if _ITS_MY_TOOL.search(s) and (tools := re.findall(TOOL_WORD, f"{said} {s}", re.I)):
+        return [f"User uses {tools[-1]}"]
+    return []
+
+
 def _habits(sentence: str) -> list[str]:
     out = []
     for m in _SPORT_HABIT.finditer(sentence):
@@ -163,7 +215,7 @@ def _brands(sentence: str) -> list[str]:
     for m in _MY_BRAND.finditer(sentence):
         x = m["x"]
         if not _NOT_A_BRAND.match(x) and not re.fullmatch(TOOL_WORD, x, re.I):
-            out.append(f"User has {'an' if x[0].lower() in 'aeiou' else 'a'} {x}")
+            out.append(f"User has {_a(x)} {x}")
     return out
 
 
@@ -172,13 +224,16 @@ def in_passing(sentence: str, said: str, facts: Sequence[str]) -> list[str]:
     so far) holds already; `said` is the turn's text before the sentence. A
     name already held is held; anything else must be held in the same words."""
     names = [*_named(sentence), *_mine_named(sentence, said)]
+    owned = _owned_up(sentence, said)
     found = [
         *((f, f.split(" ")[-1]) for f in names),
         *(
             (f, f.removeprefix("User ").removeprefix("Team "))
             for f in (
                 *(f"User works as {m['a'] or ''}{m['x']}" for m in _JOB_AS.finditer(sentence)),
+                *owned,
                 *_tools(sentence),
+                *_devices(sentence),
                 *_habits(sentence),
                 *_brands(sentence),
                 *(f"User is not {m['x']}" for m in _DENIED.finditer(sentence)),

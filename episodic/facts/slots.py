@@ -79,7 +79,8 @@ _TOOLS: dict[str, str] = {
     "circleci": "ci", "travis": "ci", "buildkite": "ci",
     "vim": "editor", "neovim": "editor", "emacs": "editor", "vscode": "editor",
     "vs code": "editor", "pycharm": "editor", "intellij": "editor",
-    "sublime": "editor", "cursor": "editor",
+    "sublime": "editor", "cursor": "editor", "zed": "editor", "helix": "editor",
+    "webstorm": "editor", "xcode": "editor", "android studio": "editor",
     "python": "language", "rust": "language", "golang": "language",
     "java": "language", "typescript": "language", "javascript": "language",
     "ruby": "language", "kotlin": "language", "scala": "language",
@@ -91,6 +92,18 @@ _TOOLS: dict[str, str] = {
     "slack": "chat", "discord": "chat",
     "react": "frontend", "vue": "frontend", "angular": "frontend", "svelte": "frontend",
 }  # fmt: skip
+# the devices a person has one of at a time, by kind ("my pixel 6" -> "an iphone 15")
+DEVICES = {
+    "phone": r"iphone|pixel|galaxy s\d*|samsung galaxy|oneplus|android phone|fairphone",
+    "laptop": r"macbook|thinkpad|chromebook|surface laptop|xps",
+    "tablet": r"ipad|kindle|surface pro|galaxy tab",
+}
+DEVICE_WORD = "|".join(DEVICES.values())
+_DEVICE_SLOT = re.compile(
+    r"^(?:(?:has|have|just|recently|now|also|finally) )*(?:has|have|owns?|got|bought|uses?|using|"
+    r"switched to|is on) (?:an? |the |a new |their )?(?:(?:19|20)\d\d )?"
+    rf"(?P<v>{DEVICE_WORD})\b"
+)
 # kinds of tool people use several of at once
 _COMBINED = frozenset({"language", "database", "cache", "search", "frontend", "chat"})
 _TOOL_NAMES = sorted(_TOOLS, key=len, reverse=True)
@@ -198,6 +211,10 @@ def parse_slot(text: str) -> SlotValue | None:
     m = _PET.match(rest)
     if m:
         return sv(f"pet:{m['n']}", m["s"])
+    m = _DEVICE_SLOT.match(rest)
+    if m:
+        kind = next(k for k, words in DEVICES.items() if re.fullmatch(words, m["v"]))
+        return sv(kind, m["v"].split(" ")[0])
     for pattern in _RESIDENCE:
         m = pattern.match(rest)
         if m and tool_name(m["v"]) is None:

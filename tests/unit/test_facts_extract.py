@@ -314,3 +314,48 @@ def test_a_relative_described_is_not_renamed() -> None:
     assert named is not None and described is not None
     assert named.slot != described.slot and not described.exclusive
     assert parse_slot("User's wife is Anna Lee") == named.__class__(named.slot, "anna lee")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "facts"),
+    [
+        # what a question named, owned up to; what it names for an agent is no fact
+        ("a day trip by train from Leeds? that's where I live", ["User lives in Leeds"]),
+        ("the oil on a 2015 honda civic? that's what i drive", ["User drives a 2015 honda civic"]),
+        ("how do I speed up the build? that's what I use", []),
+        ("split windows in vim? it's my main editor", ["User uses vim"]),
+        # a device: had, replaced; a dead battery ends nothing
+        ("my pixel 6 battery is dead by lunchtime", ["User has a pixel 6"]),
+        ("my iphone 12 keeps dying", ["User has an iphone 12"]),
+        (
+            "gave up on android and got an iPhone 15",
+            ["User gave up on android", "User has an iPhone 15"],
+        ),
+        ("sold my pixel 6 last week", ["User sold their pixel 6 last week"]),
+        # a membership cancelled after an adverb; an agent's plan is no membership
+        (
+            "didn't bother, just cancelled the puregym membership",
+            ["User cancelled the puregym membership"],
+        ),
+        ("cancelled the deploy plan", []),
+    ],
+)
+def test_rules_of_the_held_out_3_4_round(sentence: str, facts: list[str]) -> None:
+    assert [f for f, _ in offline_extract([turn(1, sentence)])] == facts
+
+
+def test_a_slip_corrected_in_its_own_episode_rewrites_the_fact() -> None:
+    turns = [
+        turn(1, "im a backend engineer at stripe and learning system design"),
+        turn(2, "oops autocorrect, i meant square not stripe lol"),
+    ]
+    facts = [f for f, _ in offline_extract(turns)]
+    assert "User works at square" in facts and not any("stripe" in f for f in facts)
+
+
+def test_a_new_phone_takes_the_old_ones_slot() -> None:
+    from episodic.facts.slots import parse_slot
+
+    old, new = parse_slot("User has a pixel 6"), parse_slot("User has an iPhone 15")
+    assert old is not None and new is not None
+    assert old.slot == new.slot and old.value != new.value and new.exclusive
