@@ -105,9 +105,17 @@ _SAID_MEANT = re.compile(
 )
 
 
+# "i said tuesday but my surgery is actually thursday": the slip, then the truth
+_SAID_BUT = re.compile(
+    r"\bi (?:said|told (?:you|u|ya)|wrote) (?P<y>[\w.+#-]{3,}) but (?:it's|it is|its|"
+    r"(?:my|our|the) [\w' -]{1,30}? (?:is|are)) (?:actually|really) (?P<x>[\w.+#-]{2,})",
+    re.I,
+)
+
+
 def said_instead(text: str) -> str | None:
     """The correction fact of a turn that names a value said and the one meant, or None."""
-    m = _SAID_MEANT.search(text)
+    m = _SAID_MEANT.search(text) or _SAID_BUT.search(text)
     if m is None or normalize(m["x"]) == normalize(m["y"]):
         return None
     return f"User corrected {m['y']} to {m['x']}"

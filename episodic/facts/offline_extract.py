@@ -163,9 +163,10 @@ _BARE_VERB = re.compile(
     r",?\s+and (?=(?:also |now |currently )?(?:live|work|have|own|use|love|like|prefer|enjoy|"
     r"hate|moved|relocated|joined|got|adopted|drive|speak|play|study|am|'m|started|bought|"
     r"sold|quit|ditched|switched|cancell?ed|rent|rented|teach|keep|been|need|want|miss|went|"
-    r"go|run|eat|drink|cook)\b)",
+    r"go|run|eat|drink|cook|allergic|vegan|vegetarian|pescatarian|diabetic)\b)",
     re.I,
 )
+_STATE_WORDS = frozenset({"allergic", "vegan", "vegetarian", "pescatarian", "diabetic"})
 _PREFACE = re.compile(r"^(?:[A-Za-z][\w'’ -]{0,40}):\s+(?=\S)")
 _LEAD_IN = re.compile(
     r"^(?:(?:so|well|also|actually|btw|by the way|oh|and|but|anyway|fyi|hey|hi|hello|ok|okay|"
@@ -259,6 +260,10 @@ def _clauses(sentence: str) -> list[str]:
                 verb = piece.split(" ", 1)[0].casefold()
                 if verb in ("am", "'m"):
                     out.append(f"I'm {piece.split(' ', 1)[1] if ' ' in piece else ''}")
+                elif (
+                    verb in _STATE_WORDS and subject == "I"
+                ):  # "i'm vegetarian and allergic to ..."
+                    out.append(f"I'm {piece}")
                 elif verb == "been":
                     out.append(f"{subject} have {piece}")
                 else:

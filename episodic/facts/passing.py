@@ -34,6 +34,10 @@ _TOOL_TROUBLE = re.compile(
     r"lags|just crashed|stopped)\b",
     re.I,
 )
+# "long-time ynab user here": a tool by its user
+_TOOL_USER = re.compile(
+    r"\b(?:long-?time|daily|avid|heavy|happy|loyal|lifelong|die-hard) (?P<t>[\w.+#-]+) user\b", re.I
+)
 # a sport done on a schedule: "my forearms are wrecked from bouldering every tuesday"
 _SPORT_HABIT = re.compile(
     rf"\b(?P<x>{SPORT}) (?P<t>(?:every|each) (?:{WEEKDAYS}|morning|evening|weekend|day|week|"
@@ -169,6 +173,7 @@ def _tools(sentence: str) -> list[str]:
     if is_ending(sentence.casefold()) or _CHANGE.search(sentence):
         return []
     out = [f"User uses {m['t']}" for m in _TOOL_TROUBLE.finditer(sentence.strip())]
+    out += [f"User uses {m['t']}" for m in _TOOL_USER.finditer(sentence)]
     for m in _MY_TOOL.finditer(sentence):
         owner = "Team" if (m["p"] or "").lower() == "our" else "User"
         out.append(f"{owner} uses {m['t'] or m['u']}")

@@ -36,4 +36,6 @@ def without_trailing_date(fact: str) -> str:
     """`fact` without the relative date it ends with, if it states a state."""
     if not _STATE.match(fact):
         return fact
-    return _TRAILING.sub("", fact).rstrip(" ,")
+    cut = _TRAILING.sub("", fact).rstrip(" ,")
+    # "User's acl surgery is on tuesday": the date is what the fact says
+    return fact if re.search(r"\b(?:is|are|was|were)$", cut, re.I) else cut

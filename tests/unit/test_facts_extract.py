@@ -338,6 +338,13 @@ def test_a_relative_described_is_not_renamed() -> None:
             ["User cancelled the puregym membership"],
         ),
         ("cancelled the deploy plan", []),
+        # a date that is the fact's value stays; a second state after "and"
+        ("my acl surgery is on tuesday", ["User's acl surgery is on tuesday"]),
+        (
+            "i'm vegetarian and allergic to cashews",
+            ["User is vegetarian", "User is allergic to cashews"],
+        ),
+        ("long-time ynab user here, how should I file this?", ["User uses ynab"]),
     ],
 )
 def test_rules_of_the_held_out_3_4_round(sentence: str, facts: list[str]) -> None:
@@ -351,6 +358,16 @@ def test_a_slip_corrected_in_its_own_episode_rewrites_the_fact() -> None:
     ]
     facts = [f for f, _ in offline_extract(turns)]
     assert "User works at square" in facts and not any("stripe" in f for f in facts)
+
+
+def test_a_day_said_wrong_is_corrected_in_its_episode() -> None:
+    turns = [
+        turn(1, "my acl surgery is on tuesday, what should i prep?"),
+        turn(2, "wait, i said tuesday but my surgery is actually thursday the 14th"),
+    ]
+    facts = [f for f, _ in offline_extract(turns)]
+    assert "User's acl surgery is on thursday" in facts
+    assert not any("tuesday" in f for f in facts)
 
 
 def test_a_new_phone_takes_the_old_ones_slot() -> None:
