@@ -9,6 +9,7 @@ them, and the first rule that fires decides:
    the new fact negates or ends it (`is_negation_of`) -> DELETE of it
    the new fact says it replaces it ("X instead of
    Y", "now prefers X"; `replaced_candidate`)        -> UPDATE of it
+   (a plan rescheduled: the plan, at its new time)
 3. same slot (`slot_of`), different value, the new
    value exclusive (not "uses Rust" beside Python)   -> UPDATE of it (new text)
 4. same slot, same value                            -> NOOP of it
@@ -34,7 +35,7 @@ import numpy as np
 from episodic.facts.correction import corrected_fact
 from episodic.facts.negation import is_negation_of
 from episodic.facts.normalize import cosine, normalize
-from episodic.facts.replacement import replaced_candidate
+from episodic.facts.replacement import replaced_candidate, rescheduled_fact
 from episodic.facts.slots import parse_slot
 from episodic.facts.types import Event
 
@@ -99,7 +100,9 @@ def offline_merge(context: dict[str, Any]) -> list[dict[str, Any]]:
         event, cid = merge_one(new["text"], new.get("vector"), candidates, dup_threshold=threshold)
         text = new["text"] if event in ("ADD", "UPDATE") else ""
         if event == "UPDATE" and cid is not None:
-            # a correction rewrites the fact it corrects ("lives in Yerevan")
-            text = corrected_fact(new["text"], existing[cid - 1]["text"]) or text
+            # a correction rewrites the fact it corrects ("lives in Yerevan"), a
+            # plan moved in time keeps what else it said ("with their boyfriend leo")
+            old = existing[cid - 1]["text"]
+            text = corrected_fact(new["text"], old) or rescheduled_fact(new["text"], old) or text
         items.append({"event": event, "id": cid, "text": text, "new_index": index})
     return items

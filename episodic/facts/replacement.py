@@ -3,7 +3,8 @@
 Two ways a user says "this instead of that":
 
 - naming the old value: "X instead of Y", "X rather than Y", "X in place of
-  Y", "prefers X over Y", "switched from Y to X", "replaced Y with X". The
+  Y", "prefers X over Y", "switched from Y to X", "replaced Y with X",
+  "rescheduled Y to X" (only a plan: a trip, a visit, an appointment). The
   new fact replaces a fact that states Y (its content words all in it);
 - marking a preference as a change without naming what it changes: "I now
   prefer tea", "these days I prefer X", "I've switched to X". It replaces the one positive
@@ -21,12 +22,22 @@ from collections.abc import Sequence
 from episodic.facts.negation import is_ending
 from episodic.facts.normalize import stem, words
 from episodic.facts.slots import parse_slot
+from episodic.facts.when import MONTHS, WEEKDAYS
 
 _NAMED_OLD = re.compile(
     r"\b(?:instead of|rather than|in place of) (?P<a>.+?)(?=$|[,;]| (?:now|these days|for|since)\b)"
     r"|\bprefers? .+? over (?P<b>.+?)(?=$|[,;]| (?:now|these days|for|since)\b)"
     r"|\b(?:switched|moved|migrated|changed) (?:over )?from (?P<c>.+?) to\b"
-    r"|\b(?:replaced|swapped) (?P<d>.+?) (?:with|for)\b",
+    r"|\b(?:replaced|swapped) (?P<d>.+?) (?:with|for)\b"
+    r"|\brescheduled (?P<e>.+?) to\b",
+    re.I,
+)
+# what a plan moved in time replaces: the plan, never a fact of another kind
+# ("rescheduled the dentist to friday" leaves "User's dentist is Dr. Lee")
+_RESCHEDULED = re.compile(r"^(?:user|team) rescheduled\b", re.I)
+_PLAN = re.compile(
+    r"\b(?:planning|travelling|traveling|going to|trip|visit|booked|scheduled|appointment|"
+    r"is on|are on)\b",
     re.I,
 )
 _CHANGED_PREFERENCE = re.compile(
@@ -34,6 +45,26 @@ _CHANGED_PREFERENCE = re.compile(
 )
 _PREFERENCE = re.compile(r"^(?:user|team)(?: \w+)* prefers (?!to\b)", re.I)
 _NOISE = frozenset({"the", "a", "an", "their", "my", "our", "them", "it"})
+
+
+_MOVED_TO = re.compile(r"^(?:user|team) rescheduled .+? to (?P<x>.+)$", re.I)
+_TIME_PHRASE = re.compile(
+    rf"\b(?:in|on|for|this|next) (?:early |late |mid-?)?(?P<t>{MONTHS}|{WEEKDAYS}|spring|summer|"
+    r"autumn|fall|winter)\b",
+    re.I,
+)
+
+
+def rescheduled_fact(new_text: str, old_text: str) -> str | None:
+    """The plan `old_text` moved to the time `new_text` names ("a trip to japan in
+    april" -> "in october"), or None when it is no such pair."""
+    m = _MOVED_TO.match(new_text)
+    when = _TIME_PHRASE.search(old_text)
+    if m is None or when is None or not _PLAN.search(old_text):
+        return None
+    x = m["x"].strip()
+    on = re.match(rf"(?:{WEEKDAYS})\b", x, re.I)
+    return f"{old_text[: when.start()]}{'on' if on else 'in'} {x}{old_text[when.end() :]}"
 
 
 def replaced_value(text: str) -> str | None:
@@ -52,6 +83,8 @@ def names_replaced(new_text: str, old_text: str) -> bool:
     """True when `new_text` names the value `old_text` states as the one it replaces."""
     old_value = replaced_value(new_text)
     if old_value is None or is_ending(old_text):
+        return False
+    if _RESCHEDULED.match(new_text) and not _PLAN.search(old_text):
         return False
     wanted = _stems(old_value)
     return bool(wanted) and wanted <= _stems(old_text)

@@ -13,7 +13,7 @@ residence      lives / is based / resides in X;         X
                (X not a known tool)
 employer       works at / for X; joined X;               X
                is employed by X
-occupation     works as (a) X                            X
+occupation     works as (a) X; teaches X at a school       X (X teacher)
 pet:NAME       has / owns a SPECIES named / called       SPECIES
                NAME; (possessive) SPECIES is named NAME
 name           (possessive) name is X; is called X       X
@@ -144,6 +144,11 @@ _EMPLOYER = (
     re.compile(rf"^{_V}joined (?P<v>.+)$"),
 )
 _OCCUPATION = re.compile(rf"^{_V}{_BE}(?:works?|working) as (?:an? )?(?P<v>.+)$")
+# teaching at a school is the occupation: "teaches 7th grade science at lincoln"
+_TEACHES = re.compile(
+    rf"^{_V}teach(?:es)? (?P<v>.+?) at (?:an? |the )?[\w' -]*?(?:school|college|"
+    r"university|academy|uni|institute)\b"
+)
 _PET = re.compile(
     rf"^{_V}(?:has|have|owns?|got|adopted) (?:an? )?(?P<s>\w+) (?:named|called) (?P<n>\w+)"
 )
@@ -222,6 +227,9 @@ def parse_slot(text: str) -> SlotValue | None:
     m = _OCCUPATION.match(rest)
     if m:
         return sv("occupation", _trim(m["v"]))
+    m = _TEACHES.match(rest)
+    if m:
+        return sv("occupation", f"{_trim(m['v'])} teacher")
     for pattern in _EMPLOYER:
         m = pattern.match(rest)
         if m:

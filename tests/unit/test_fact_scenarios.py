@@ -89,7 +89,7 @@ def test_cases_written_before_their_rules_are_reported_apart() -> None:
 # .82 / .82; held-out-10, blind, measured before and after that round: .17 /
 # .70, then .17 / .58 (never tuned on); a last round on the misses of -3, -4
 # and -8 (devices, "that's where I live", a slip corrected in its episode):
-# -3 .75 / .93, -4 .95 / .94, -8 .78 / .78, held-out-10 .17 / .54 (a phone
+# -3 .75 / .93, -4 .95 / .94, -8 .82 / .79, held-out-10 .17 / .54 (a phone
 # named in passing and never seen replaced).
 FLOORS = {
     "before": (0.95, 0.95),
@@ -99,7 +99,7 @@ FLOORS = {
     "held-out-5": (0.95, 0.90),
     "held-out-6": (0.95, 0.95),
     "held-out-7": (0.38, 0.66),
-    "held-out-8": (0.76, 0.75),
+    "held-out-8": (0.80, 0.76),
     "held-out-9": (0.70, 0.80),
     "held-out-10": (0.15, 0.50),
 }

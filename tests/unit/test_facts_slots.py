@@ -30,6 +30,13 @@ def test_normalize() -> None:
         ("User hates sushi", ("user", "opinion:sushi"), "-"),
         ("User's favorite color is blue", ("user", "favorite color"), "blue"),
         ("User is 34 years old", ("user", "age"), "34"),
+        (
+            "User teaches 7th grade science at lincoln middle school",
+            ("user", "occupation"),
+            "7th grade science teacher",
+        ),
+        ("User has a pixel 6", ("user", "phone"), "pixel"),
+        ("User has an iPhone 15", ("user", "phone"), "iphone"),
     ],
 )
 def test_slots(text: str, slot: tuple[str, str], value: str) -> None:
@@ -38,7 +45,10 @@ def test_slots(text: str, slot: tuple[str, str], value: str) -> None:
     assert (parsed.slot, parsed.value) == (Slot(*slot), value)
 
 
-@pytest.mark.parametrize("text", ["Rex died", "User is planning to visit Japan", "hello"])
+@pytest.mark.parametrize(
+    "text",
+    ["Rex died", "User is planning to visit Japan", "hello", "User teaches yoga on weekends"],
+)
 def test_no_slot(text: str) -> None:
     assert slot_of(text) is None
 
@@ -73,3 +83,21 @@ def test_offline_merge_order_negation_before_near_duplicate() -> None:
     # a near neighbour that fills another slot is not a duplicate
     assert merge_one("User enjoys Paris in spring", same, cands) == ("ADD", None)
     assert merge_one("User plays chess", [0.0, 1.0], cands) == ("ADD", None)
+
+
+def test_a_plan_rescheduled_moves_its_time_and_nothing_else() -> None:
+    from episodic.facts.offline_merge import offline_merge
+
+    trip = "User is planning a trip to japan in april with their boyfriend leo"
+    dentist = "User's dentist is Dr. Lee"
+    context = {
+        "existing": [{"text": trip}, {"text": dentist}],
+        "new": [
+            {"text": "User rescheduled japan to october", "candidates": [1, 2]},
+            {"text": "User rescheduled the dentist to friday", "candidates": [2]},
+        ],
+    }
+    moved, dentist_kept = offline_merge(context)
+    assert (moved["event"], moved["id"]) == ("UPDATE", 1)
+    assert moved["text"] == "User is planning a trip to japan in october with their boyfriend leo"
+    assert dentist_kept["event"] == "ADD" and dentist_kept["id"] is None
