@@ -338,6 +338,12 @@ def test_a_relative_described_is_not_renamed() -> None:
             ["User cancelled the puregym membership"],
         ),
         ("cancelled the deploy plan", []),
+        # a vehicle got, not a service
+        (
+            "car-free for a while, got an e-bike for my commute",
+            ["User has an e-bike for their commute"],
+        ),
+        ("got a car wash", []),
         # a date that is the fact's value stays; a second state after "and"
         ("my acl surgery is on tuesday", ["User's acl surgery is on tuesday"]),
         (
