@@ -32,10 +32,12 @@ FIELDS = {"name", "topic", "episodes", "active", "superseded", "absent", "writte
 # blind, was measured once as written (2026-12-06), then tuned on; so was
 # "held-out-9", measured on the rules of that day and once with the first
 # version of the first-person fallback, then tuned on; "held-out-10", blind,
-# was measured once before and once after the held-out-9 round, never tuned on
+# was measured once before and once after the held-out-9 round, never tuned on;
+# "held-out-11", blind, was measured on the rules before and after that day's
+# rounds, then tuned on
 WRITTEN = (
     "before", "after", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5",
-    "held-out-6", "held-out-7", "held-out-8", "held-out-9", "held-out-10",
+    "held-out-6", "held-out-7", "held-out-8", "held-out-9", "held-out-10", "held-out-11",
 )  # fmt: skip
 
 

@@ -31,7 +31,9 @@ _PASSING_STATE = re.compile(
     r"fried|frazzled|overwhelmed|swamped|slammed|knackered|shattered|wrecked|drained|"
     r"burn[et] out|mush|toast|"
     # a thing's trouble of the moment ("my pixel 6 battery is dead by lunchtime")
-    r"dead|dying|broken|cracked|flat|stuck|frozen|acting up)\b",
+    r"dead|dying|broken|cracked|flat|stuck|frozen|acting up|"
+    # a body's complaint of the moment ("my tendons are grumpy")
+    r"grumpy|sore|achy|aching|killing me|hurting|stiff|swollen)\b",
     re.I,
 )
 

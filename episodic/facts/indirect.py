@@ -107,8 +107,11 @@ def _travelling(m: re.Match[str]) -> list[str]:
     x = obj(m["x"])
     if x is None:
         return []
-    named = m["x"][0].isupper()
-    if not named and (m["v"].lower() == "going" or not _WHEN.search(m["x"])):
+    named = re.sub(r"^the ", "", m["x"])[0].isupper()  # "the Azores" is named
+    # "going to Tesco" is an errand, "going to make it this weekend" no trip;
+    # "going to the Azores in April" is one
+    when = _WHEN.search(m["x"]) is not None
+    if not ((named and when) if m["v"].lower() == "going" else (named or when)):
         return []
     return [f"User is travelling to {x}"]
 

@@ -26,7 +26,8 @@ JOBS = (
     r"barrister|attorney|banker|broker|auditor|actuary|economist|statistician|"
     r"mathematician|physicist|chemist|biologist|geologist|recruiter|salesperson|realtor|"
     r"estate agent|tutor|lecturer|instructor|copywriter|illustrator|animator|sysadmin|"
-    r"entrepreneur|freelancer|contractor|machinist"
+    r"entrepreneur|freelancer|contractor|machinist|dispatcher|coordinator|hydrologist|"
+    r"scheduler|planner|supervisor|foreman|operator|inspector|surveyor|underwriter"
 )
 # trade and profession endings, on a word of at least two letters before them
 JOB_SUFFIXED = r"[a-z]{2,}(?:smith|wright|grapher|ologist|ician|ier|preneur|teur)"

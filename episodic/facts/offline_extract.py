@@ -116,7 +116,9 @@ _NO_SUBJECT = re.compile(rf"^(?:(?:just|finally|recently|officially) )*{_NO_SUBJ
 _NO_SUBJECT_BE = re.compile(
     r"^(been|living|staying|based|working|planning|originally) "
     r"(?=(?:(?:full|part)[- ]time )?(?:in|at|as|with|vegan|"
-    r"vegetarian|pescatarian|an?|from)\b|for (?-i:[A-Z]))",
+    r"vegetarian|pescatarian|an?|from)\b|for (?-i:[A-Z]))"
+    # a trip with its "I'm" dropped: "going to the Azores in April instead"
+    r"|^(going|heading|flying) (?=to (?:the )?(?-i:[A-Z]))",
     re.I,
 )
 # chat spelling without apostrophes ("im vegan now", "i dont drink coffee");
@@ -167,7 +169,7 @@ _BARE_VERB = re.compile(
     r",?\s+and (?=(?:also |now |currently )?(?:live|work|have|own|use|love|like|prefer|enjoy|"
     r"hate|moved|relocated|joined|got|adopted|drive|speak|play|study|am|'m|started|bought|"
     r"sold|quit|ditched|switched|cancell?ed|rent|rented|teach|keep|been|need|want|miss|went|"
-    r"go|run|eat|drink|cook|allergic|vegan|vegetarian|pescatarian|diabetic)\b)",
+    r"go|run|eat|drink|cook|allergic|vegan|vegetarian|pescatarian|diabetic|picked up|traded)\b)",
     re.I,
 )
 _STATE_WORDS = frozenset({"allergic", "vegan", "vegetarian", "pescatarian", "diabetic"})
@@ -178,6 +180,7 @@ _LEAD_IN = re.compile(
     r"yeah|yes|no(?! longer)|nope|sure|right|true|honestly|just so you know|for context|"
     r"for the record|"
     r"quick note|quick update|update|heads up|(?:\w+ )?news|correction|sorry|oops|"
+    r"change of plans?|plot twist|(?:small|big|quick) update|"
     r"sadly|unfortunately|fortunately|luckily|guess what|now|then|"
     r"to be clear|to clarify|as i said|as mentioned|basically|plus|finally|eventually|"
     r"in the end|went ahead and|because|(?:\w+ )?(?:thing|fact)|"
@@ -194,6 +197,13 @@ _QUESTION = re.compile(
     re.I,
 )
 _QUOTED_LINE = re.compile(r"^\s*(?:>|(?:assistant|ai|bot|claude|gpt|chatgpt|model)\s*:)", re.I)
+# a glowing sentence closed by an eye-roll ("I absolutely LOVE singing in front of
+# my coworkers, best news of my year 🙃") means the opposite: it states nothing
+_SARCASM = re.compile(
+    r"[^.!?\n]*\b(?:love|loves|adore|enjoy|like|best|great|amazing|fantastic|thrilled|"
+    r"can't wait)\b[^.!?\n]*?(?:\U0001F643|\U0001F644|\s/s\b)",
+    re.I,
+)
 _QUOTES = re.compile(r"\"[^\"]*\"|“[^”]*”")
 _ANTECEDENT = re.compile(
     rf"\b(?:[Mm]y|[Oo]ur) (?P<a>(?:{RELATIONS})(?: (?:named|called) [A-Z][\w-]+| [A-Z][\w-]+)?)\b"
@@ -244,7 +254,7 @@ def _clauses(sentence: str) -> list[str]:
         if _NO_SUBJECT.match(bare):
             part = f"I {bare}"
         elif be := _NO_SUBJECT_BE.match(bare):
-            part = f"{'I have' if be[1].casefold() == 'been' else 'I am'} {bare}"
+            part = f"{'I have' if (be[1] or '').casefold() == 'been' else 'I am'} {bare}"
         elif together := _WITH_ME.match(bare):
             part = _user_of(together)
         elif back := generic.dropped_subject(bare):
@@ -286,7 +296,9 @@ _WITH_ME = re.compile(
     # a name written lowercase, before the verb: "me and my gf maya just ..."
     r"| (?!(?:are|were|have|had|just|both|also|still|now|live|lived|moved|got)\b)(?-i:[a-z]{3,})"
     r"(?= (?:are|were|have|had|'ve|just|both|also|live|lived|moved|got|hit)\b))?"
-    rf"|(?:[Mm]y|[Oo]ur) (?:{RELATIONS})(?: (?-i:[A-Z])[\w-]+)? and (?:i|me)"
+    rf"|(?:[Mm]y|[Oo]ur) (?:{RELATIONS})"
+    r"(?: (?-i:[A-Z])[\w-]+| (?-i:[a-z]{3,})(?= and (?:i|me)\b))?"
+    r" and (?:i|me)"
     rf"|(?-i:[A-Z])[\w-]+ and (?:i|me)) (?!(?:have |had |just |finally |recently )*"
     rf"(?:{PART_TOGETHER})\b)(?!.*\b(?:together|each other|dating|a couple|married|engaged|"
     r"met|hit \d+|anniversary)\b)(?:(?P<be>are|were|have|'ve)\b)?(?P<rest>.+)$",
@@ -309,12 +321,21 @@ _RELATIVE_IS = re.compile(
 )
 
 
+# a hedge before the user's own state: "so I guess I'm pescatarian now"
+_HEDGE = re.compile(
+    r"^(?:i guess|i suppose|technically|apparently|officially),? "
+    r"(?=(?:i'm|i am|i've|we're|we are)\b)",
+    re.I,
+)
+
+
 def _clean(clause: str) -> str:
     s = _RELATIVE_IS.sub(r"\1 is ", clause.strip().replace("\u2019", "'"))
     for _ in range(3):
         before = s
         s = _PREFACE.sub("", s).strip()
         s = _LEAD_IN.sub("", s).strip()
+        s = _HEDGE.sub("", s).strip()
         if s == before:
             break
     return s
@@ -404,7 +425,7 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
         line = _spelled_out(" ".join(line.split()))
         if not line or _QUOTED_LINE.match(line):
             continue
-        line = _QUOTES.sub(" ", line)
+        line = _SARCASM.sub(" ", _QUOTES.sub(" ", line))
         for sentence in _SENTENCES.split(line):
             for clause in _clauses(sentence):
                 stated = [*earlier, *(f for f, _ in facts)]

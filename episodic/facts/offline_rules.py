@@ -40,7 +40,7 @@ RELATIONS = (
     # the in-laws first: "mother" would match inside "mother-in-law" at the hyphen
     r"(?:mother|father|sister|brother|son|daughter)-in-law|in-laws|"
     r"step(?:mum|mom|mother|dad|father|son|daughter|brother|sister)|"
-    r"grand(?:son|daughter|children|kids?|parents)|mum|mam|mama|mommy|mummy|papa|twin|"
+    r"grand(?:son|daughter|children|kids?|parents)|mum|mam|mama|mommy|mummy|papa|twins?|"
     r"neighbou?r|flatmate|housemate|landlord|landlady|"
     r"wife|husband|partner|spouse|girlfriend|boyfriend|fianc[eé]e?|son|daughter|kids?|"
     r"children|child|mom|mother|dad|father|parents|brother|sister|siblings?|grandma|"
@@ -237,7 +237,8 @@ SPORT = (
 )
 # what a dropped-subject state ("been vegan 2 yrs") lasts
 _FOR_YEARS = (
-    r"(?:for )?(?:\d+|a few|a couple(?: of)?|many|two|three|four|five|six|ten|several) "
+    r"(?:for )?(?:(?:about|around|almost|nearly|over|like) )?"
+    r"(?:\d+|a few|a couple(?: of)?|many|two|three|four|five|six|ten|several) "
     r"(?:yrs?|years?|months?|mos?)"
 )
 # a time a plan can be moved to
@@ -298,7 +299,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         fmt("User is no longer {x}"),
     ),
     (
-        rf"^{_I} (?:now )?(?:eating|drinking) (?P<x>.+?) again\b",
+        rf"^(?:{_I} (?:now )?|{_IV} {_ADV}(?:started|begun|gone back to) )(?:eating|drinking) "
+        r"(?P<x>.+?) again\b",
         lambda m: (
             [f"User {'eats' if 'eat' in m.group(0) else 'drinks'} {x}"]
             if (x := obj(m["x"]))
@@ -397,7 +399,12 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         rf"^(?:{_IV} {_ADV}(?:been )?(?:live|living|reside|residing|stay|staying)|"
         rf"{_I} {_ADV}(?:living|based|residing|located|settled|staying)|i live|i reside) "
         r"in (?P<x>.+)",
-        fmt("User lives in {x}"),
+        # "I live in sublime all day": a tool one lives in is one used
+        lambda m: (
+            [f"User uses {tool_name(x) or x}" if tool_name(x) else f"User lives in {x}"]
+            if (x := obj(m["x"]))
+            else []
+        ),
     ),
     # "been in leeds 3 yrs": a place lived in for a span is home
     (
@@ -477,6 +484,22 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         rf"^{_I} (?P<x>married|single|divorced|engaged|pregnant|retired|widowed)\b(?P<r>.*)",
         lambda m: [f"User is {m['x'].lower()}{shift(m['r']) and ' ' + shift(m['r'])}"],
     ),
+    # "I retired at the end of term after 31 years at Ridgeway": retired, and from there
+    (
+        r"^i (?:have |'ve )?(?:just |finally |officially )*retired\b(?P<r>.*)",
+        lambda m: [
+            "User is retired",
+            *(
+                [f"User retired from {w[1]}"]
+                if (
+                    w := re.search(
+                        r"\b(?:at|from) ((?-i:[A-Z])[\w&'-]*(?: (?-i:[A-Z])[\w&'-]*)*)", m["r"]
+                    )
+                )
+                else []
+            ),
+        ],
+    ),
     (
         r"^i (?:just )?got (?P<x>married|engaged|divorced)\b(?P<r>.*)",
         lambda m: [f"User is {m['x'].lower()}{shift(m['r']) and ' ' + shift(m['r'])}"],
@@ -493,6 +516,12 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         fmt("User has {x}"),
     ),
     (r"^(?P<p>my|our) (?P<x>[\w' -]{1,40}?) (?P<v>died|passed away)(?P<t>.*)", _died("User's ")),
+    # "we lost Pistachio back in March": a named one (not "lost my keys", "lost my job")
+    (
+        rf"^(?:i|we) (?:just )?lost (?P<x>(?-i:[A-Z])[\w-]+|(?:my|our) (?:{RELATIONS})"
+        r"(?: (?-i:[A-Z])[\w-]+)?)(?= back| in| last| this| on| to|,|$)",
+        lambda m: [f"{shift(m['x']).replace('their ', chr(85) + 'ser' + chr(39) + 's ')} died"],
+    ),
     (r"^(?:i|we) (?:had to )?put (?:(?P<p>my|our) )?(?P<x>[\w-]+(?: [\w-]+)?) down", _put_down),
     (
         r"^(?!(?:it|this|that|he|she|they|everything|something|nothing|someone)\b)"
@@ -554,9 +583,17 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"next week|this week|in (?:a|two) weeks?) as (?P<a>an? )?(?P<x>.+?) at (?P<y>.+)",
         _job_and_employer,
     ),
+    # "since I started at Kestrel Robotics as an operations coordinator"
+    (
+        rf"^(?:since |ever since )?{_IV} {_ADV}(?:started|joined) (?:at |with )?"
+        r"(?P<y>(?-i:[A-Z])[\w.&'-]*(?: (?-i:[A-Z])[\w.&'-]*)*) as (?P<a>an? )?"
+        r"(?P<x>.+?)(?= i\b| we\b|,|$)",
+        lambda m: [f"User works at {m['y']}", *_job(m)],
+    ),
     # "starting as a junior ux designer at plumline next month": a job about to begin
     (
-        rf"^(?:{_I} )?{_ADV}(?:starting|about to start) (?:a new job |work |my new job )?as "
+        rf"^(?:{_I} |i )?{_ADV}(?:starting|about to start|start) "
+        r"(?:a new job |work |my new job )?as "
         r"(?P<a>an? )?(?P<x>.+?) (?:at|with) (?P<y>.+)",
         _job_and_employer,
     ),
@@ -568,6 +605,23 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (
         r"^(?:my )?last day (?:at|with) (?P<x>.+?) (?:was|is)\b",
         fmt("User no longer works at {x}"),
+    ),
+    # "I do payroll at Coldharbour Brewing", "I do IT support for a primary school"
+    (
+        rf"^i {_ADV}do (?P<x>(?:[\w-]+ ){{0,2}}(?:support|payroll|admin|accounts|accounting|"
+        r"marketing|sales|hr|design|research|consulting|tutoring|nursing|engineering|"
+        r"development|testing|qa|ops|devops|security|finance|bookkeeping|recruiting|logistics|"
+        r"customer service|social media|pr|comms|data entry|procurement)) (?P<v>at|for) (?P<y>.+)",
+        lambda m: (
+            [f"User does {m['x']} {m['v'].lower()} {y}"]
+            + (
+                [f"User works at {y}"]
+                if m["v"].lower() == "at" and _PLACE_START.match(m["y"])
+                else []
+            )
+            if (y := obj(m["y"]))
+            else []
+        ),
     ),
     # "I work mostly night shifts"
     (
@@ -635,6 +689,13 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         lambda m: [f"{_subject(m['s'])} decided to {x}"] if (x := obj(m["x"])) else [],
     ),
     # preferences
+    # "I've been seeing someone new, Anneliese, for about two months"
+    (
+        rf"^{_IV} {_ADV}(?:been |started )?(?:seeing|dating|going out with) (?:someone new,? |"
+        r"(?:a|this) (?:guy|girl|woman|man|lad|lass) (?:called|named) )?"
+        r"(?P<x>(?-i:[A-Z])[\w-]+)\b",
+        fmt("User is dating {x}"),
+    ),
     (rf"^{_I} (?:a )?(?:big |huge )?fan of (?P<x>.+)", fmt("User likes {x}")),
     (r"^i(?:'d| would) (?:much )?rather (?P<x>.+)", fmt("User prefers to {x}")),
     (
@@ -676,6 +737,11 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         ),
     ),
     (r"^(?:i|we) (?:just )?sold (?P<x>.+)", fmt("User sold {x}")),
+    (
+        r"^(?:i|we) (?:just )?picked up (?P<x>an? (?!few\b|couple\b|bit\b|lot\b)"
+        r"(?:used |new |second-hand )?.+)",
+        fmt("User has {x}"),
+    ),
     # "I have been vegetarian" is a state, not a possession
     (
         r"^(?:i|we)(?:'ve| have)? (?:just )?(?:have|own|got|bought) (?!been\b)(?P<x>.+)",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from episodic.facts.indirect import DWELLING
 from episodic.facts.jobs import JOB
 from episodic.facts.negation import is_ending
 from episodic.facts.offline_rules import PETS, RELATIONS, SPORT
@@ -49,7 +50,9 @@ _SOMEONE_ELSE = re.compile(rf"\b(?:he|she|they|his|her|their|[Mm]y (?:{RELATIONS
 _PLAYED = re.compile(r"tennis|football|basketball|volleyball|badminton|squash|padel", re.I)
 # a device of the user's, named lowercase or not: "my pixel 6 battery is dead"
 _MY_DEVICE = re.compile(
-    rf"\b[Mm]y (?P<x>(?:{DEVICE_WORD})(?: (?:pro|max|air|mini|plus|ultra|\d+[a-z]?))*)\b", re.I
+    rf"\b[Mm]y (?P<x>(?:(?:19|20)\d\d )?(?:{DEVICE_WORD})"
+    r"(?: (?:pro|max|air|mini|plus|ultra|\d+[a-z]?))*)\b",
+    re.I,
 )
 # what a question just named, owned up to: "a day trip from Leeds? that's where I
 # live", "the oil on a 2015 honda civic? that's what i drive"
@@ -72,10 +75,26 @@ _ITS_MY_TOOL = re.compile(
     r"(?:editor|ide|browser|terminal|shell|language|database|db|os|distro|stack|tool)\b",
     re.I,
 )
+# "our flat in Tartu has no balcony": the home is where they live
+_MY_HOME_IN = re.compile(
+    rf"\b(?:[Mm]y|[Oo]ur) (?:new |little |tiny |old )?(?:{DWELLING}) (?:here )?in "
+    r"(?P<x>(?-i:[A-Z])[\w-]+(?: (?-i:[A-Z])[\w-]+)?)"
+)
+# "my 2016 skoda octavia estate": a thing named with its model year is the user's
+_MY_MODEL_YEAR = re.compile(
+    r"\b[Mm]y (?P<x>(?:19|20)\d\d (?:[a-z][\w-]*)(?: (?!(?:when|for|to|with|is|was|has|had|and|"
+    r"but|that|which|because|if|so|in|on|at|keeps|kept|won't|wont|doesn't|doesnt|isn't|isnt|"
+    r"broke|needs|died|stopped|just|battery|screen|engine|tyres?|tires?|brakes?)\b)[a-z][\w-]*)"
+    r"{0,2})",
+    re.I,
+)
 _GOT_RID = re.compile(
     r"\b(?:sold|gave away|got rid of|replaced|traded in|returned|ditched)\b", re.I
 )
-_NAMED = re.compile(rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[A-Z])[a-z][\w-]+)\b")
+_NAMED = re.compile(
+    rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[A-Z])[a-z][\w-]+)\b"
+    r"(?: and (?P<n2>(?-i:[A-Z])[a-z][\w-]+)\b)?"
+)
 # a lowercase name, as chat writes one, only where a verb of its own follows it
 # ("my roommate jake leaves dishes", "my cat miso hasnt eaten"), and never a
 # word that makes a compound with the relation ("my dog walker is", "my mom always")
@@ -100,7 +119,7 @@ _NOT_A_NAME = re.compile(
     r"must|may|got|went|came|made|took|gave|love|loved|like|liked|live|lived|work|worked)$"
 )
 _PET_KIND = re.compile(
-    r"\b(?:an?|my|our)(?: (?:second|third|new|little|baby|rescue|other))? "
+    r"\b(?:an?|my|our)(?: [\w-]+){0,2}? "
     rf"(?P<a>{'|'.join(PETS)})\b",
     re.I,
 )
@@ -156,7 +175,10 @@ def _named(sentence: str) -> list[str]:
     lower = (m for m in _NAMED_LOWER.finditer(sentence) if not _NOT_A_NAME.match(m["n"]))
     for m in (*_NAMED.finditer(sentence), *lower):
         a, n = m["a"].lower(), m["n"][0].upper() + m["n"][1:]
-        out.append(f"User has a {a} named {n}" if a in PETS else f"User's {a} is {n}")
+        if m.groupdict().get("n2"):
+            out.append(f"User's {a} are {n} and {m['n2']}")
+        else:
+            out.append(f"User has a {a} named {n}" if a in PETS else f"User's {a} is {n}")
     return out
 
 
@@ -188,7 +210,17 @@ def _devices(sentence: str) -> list[str]:
     # a dead battery is no ending; a device sold or replaced is no longer had
     if _CHANGE.search(sentence) or _GOT_RID.search(sentence):
         return []
-    return [f"User has {_a(m['x'])} {m['x']}" for m in _MY_DEVICE.finditer(sentence)]
+    things = [m["x"] for m in _MY_DEVICE.finditer(sentence)]
+    things += [
+        m["x"] for m in _MY_MODEL_YEAR.finditer(sentence) if not _MY_DEVICE.match(f"my {m['x']}")
+    ]
+    return [f"User has {_a(x)} {x}" for x in things]
+
+
+def _homes(sentence: str) -> list[str]:
+    if _CHANGE.search(sentence) or _GOT_RID.search(sentence):
+        return []
+    return [f"User lives in {m['x']}" for m in _MY_HOME_IN.finditer(sentence)]
 
 
 def _owned_up(sentence: str, said: str) -> list[str]:
@@ -239,6 +271,7 @@ def in_passing(sentence: str, said: str, facts: Sequence[str]) -> list[str]:
                 *owned,
                 *_tools(sentence),
                 *_devices(sentence),
+                *_homes(sentence),
                 *_habits(sentence),
                 *_brands(sentence),
                 *(f"User is not {m['x']}" for m in _DENIED.finditer(sentence)),

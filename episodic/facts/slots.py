@@ -144,6 +144,8 @@ _EMPLOYER = (
     re.compile(rf"^{_V}joined (?P<v>.+)$"),
 )
 _OCCUPATION = re.compile(rf"^{_V}{_BE}(?:works?|working) as (?:an? )?(?P<v>.+)$")
+# studying is the occupation until a job follows: "is an MSc student in hydrology"
+_STUDENT = re.compile(r"^is (?:now )?an? (?P<v>(?:[\w-]+ ){0,3}student)\b")
 # teaching at a school is the occupation: "teaches 7th grade science at lincoln"
 _TEACHES = re.compile(
     rf"^{_V}teach(?:es)? (?P<v>.+?) at (?:an? |the )?[\w' -]*?(?:school|college|"
@@ -230,6 +232,9 @@ def parse_slot(text: str) -> SlotValue | None:
     m = _TEACHES.match(rest)
     if m:
         return sv("occupation", f"{_trim(m['v'])} teacher")
+    m = _STUDENT.match(rest)
+    if m:
+        return sv("occupation", _trim(m["v"]))
     for pattern in _EMPLOYER:
         m = pattern.match(rest)
         if m:

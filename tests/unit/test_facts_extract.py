@@ -382,3 +382,61 @@ def test_a_new_phone_takes_the_old_ones_slot() -> None:
     old, new = parse_slot("User has a pixel 6"), parse_slot("User has an iPhone 15")
     assert old is not None and new is not None
     assert old.slot == new.slot and old.value != new.value and new.exclusive
+
+
+@pytest.mark.parametrize(
+    ("sentence", "facts"),
+    [
+        # held-out-11's phrasings
+        ("Our flat in Tartu has no balcony", ["User lives in Tartu"]),
+        (
+            "my 2016 skoda octavia estate when it's loaded?",
+            ["User has a 2016 skoda octavia estate"],
+        ),
+        ("my twins Oskar and Lene start kindergarten", ["User's twins are Oskar and Lene"]),
+        ("I live in sublime all day at work", ["User uses sublime"]),
+        (
+            "Since I started at Kestrel Robotics as an operations coordinator I've been busy",
+            ["User works at Kestrel Robotics", "User works as an operations coordinator"],
+        ),
+        ("We lost Pistachio back in March", ["Pistachio died"]),
+        ("I lost my keys", []),
+        ("I've been vegan about two years now", ["User is vegan"]),
+        ("so I guess I'm pescatarian now", ["User is pescatarian"]),
+        ("I think I am an expert hiker now", []),
+        ("I've been seeing someone new, Anneliese, for two months", ["User is dating Anneliese"]),
+        (
+            "I retired at the end of term after 31 years at Ridgeway!",
+            ["User is retired", "User retired from Ridgeway"],
+        ),
+        (
+            "Sold the Octavia last month and picked up a used Renault Zoe",
+            ["User sold the Octavia last month", "User has a used Renault Zoe"],
+        ),
+        ("I picked up a few new recipes", []),
+        (
+            "I start as a junior hydrologist at Norrvatten Consulting on Monday",
+            ["User works as a junior hydrologist", "User works at Norrvatten Consulting"],
+        ),
+        (
+            "I do payroll at Coldharbour Brewing so at least my weeks are predictable",
+            ["User does payroll at Coldharbour Brewing", "User works at Coldharbour Brewing"],
+        ),
+        (
+            "going to the Azores in April instead",
+            ["User is travelling to the Azores in April instead"],
+        ),
+        ("I'm going to make it for my family this weekend", []),
+        ("going to Tesco quickly", []),
+        ("change of plans, the Hokkaido trip is off", ["User's Hokkaido trip is cancelled"]),
+        # an eye-roll turns a glowing sentence around; a wry one keeps its fact
+        ("yeah I absolutely LOVE singing in front of my coworkers, best news of my year 🙃", []),
+        (
+            "ive been a nurse for 6 yrs, youd think id be used to it by now 🙃",
+            ["User works as a nurse"],
+        ),
+        ("my tendons are grumpy", []),
+    ],
+)
+def test_rules_of_the_held_out_11_round(sentence: str, facts: list[str]) -> None:
+    assert [f for f, _ in offline_extract([turn(1, sentence)])] == facts
