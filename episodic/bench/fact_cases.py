@@ -34,10 +34,12 @@ FIELDS = {"name", "topic", "episodes", "active", "superseded", "absent", "writte
 # version of the first-person fallback, then tuned on; "held-out-10", blind,
 # was measured once before and once after the held-out-9 round, never tuned on;
 # "held-out-11", blind, was measured on the rules before and after that day's
-# rounds, then tuned on
+# rounds, then tuned on; "held-out-12", blind, was measured once on the rules
+# of that morning and once after the held-out-11 round, never tuned on
 WRITTEN = (
     "before", "after", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5",
     "held-out-6", "held-out-7", "held-out-8", "held-out-9", "held-out-10", "held-out-11",
+    "held-out-12",
 )  # fmt: skip
 
 

@@ -110,8 +110,13 @@ def test_killed_before_the_store_the_answered_turns_are_kept(tmp_path: Path) -> 
     assert died.returncode == 137
     assert _segments(tmp_path)  # answered (or about to be), only in the journal
     memory = Memory(settings_at(tmp_path), journal=True)
-    stored = frame(memory.rt.store, "raw_turns", "u").to_pylist()
-    assert sorted(r["text"] for r in stored) == sorted(t["text"] for t in turns)
+    stored = [r["text"] for r in frame(memory.rt.store, "raw_turns", "u").to_pylist()]
+    # every answered turn is kept, once; the child's second add may have reached
+    # the journal too before the kill (its store thread lags under load): kept whole
+    assert len(stored) == len(set(stored))
+    assert set(stored) >= {t["text"] for t in turns}
+    later = set(stored) - {t["text"] for t in turns}
+    assert later in (set(), {t["text"] + " again" for t in turns})
     if died.stdout:  # the answer got out before the process died: the retry repeats it
         first = json.loads(died.stdout)
         assert memory.add("u", turns, idempotency_key="k1").as_json() == first
