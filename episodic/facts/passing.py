@@ -80,9 +80,16 @@ _MY_HOME_IN = re.compile(
     rf"\b(?:[Mm]y|[Oo]ur) (?:new |little |tiny |old )?(?:{DWELLING}) (?:here )?in "
     r"(?P<x>(?-i:[A-Z])[\w-]+(?: (?-i:[A-Z])[\w-]+)?)"
 )
-# "my 2016 skoda octavia estate": a thing named with its model year is the user's
+# makes of vehicle a model year comes with ("my 2019 tax return" is no vehicle)
+_MAKES = (
+    r"skoda|honda|toyota|ford|vw|volkswagen|bmw|audi|mercedes|tesla|nissan|mazda|subaru|kia|"
+    r"hyundai|renault|peugeot|fiat|volvo|jeep|chevy|chevrolet|dodge|mini|vauxhall|citroen|seat|"
+    r"lexus|porsche|mitsubishi|suzuki|yamaha|kawasaki|ducati|harley|vespa|trek|specialized|"
+    r"giant|cannondale|brompton|polestar|rivian|dacia|opel|jaguar|land rover|range rover"
+)
+# "my 2016 skoda octavia estate": a vehicle named with its model year is the user's
 _MY_MODEL_YEAR = re.compile(
-    r"\b[Mm]y (?P<x>(?:19|20)\d\d (?:[a-z][\w-]*)(?: (?!(?:when|for|to|with|is|was|has|had|and|"
+    rf"\b[Mm]y (?P<x>(?:19|20)\d\d (?:{_MAKES})\b(?: (?!(?:when|for|to|with|is|was|has|had|and|"
     r"but|that|which|because|if|so|in|on|at|keeps|kept|won't|wont|doesn't|doesnt|isn't|isnt|"
     r"broke|needs|died|stopped|just|battery|screen|engine|tyres?|tires?|brakes?)\b)[a-z][\w-]*)"
     r"{0,2})",
@@ -118,8 +125,10 @@ _NOT_A_NAME = re.compile(
     r"were|are|was|is|am|be|been|have|had|has|will|would|can|could|did|does|should|might|"
     r"must|may|got|went|came|made|took|gave|love|loved|like|liked|live|lived|work|worked)$"
 )
+# up to two words before the kind ("a retired racing greyhound"), never an
+# owner's ("my sister's dog", "my friend's cat" are theirs)
 _PET_KIND = re.compile(
-    r"\b(?:an?|my|our)(?: [\w-]+){0,2}? "
+    rf"\b(?:an?|my|our)(?: (?![\w-]*'s\b)(?!(?:{RELATIONS})\b)[\w-]+){{0,2}}? "
     rf"(?P<a>{'|'.join(PETS)})\b",
     re.I,
 )

@@ -436,6 +436,9 @@ def test_a_new_phone_takes_the_old_ones_slot() -> None:
             ["User works as a nurse"],
         ),
         ("my tendons are grumpy", []),
+        # a model year only with a vehicle's make; a pet kind never someone else's
+        ("when is my 2019 tax return due?", []),
+        ("my sister's dog is so cute, her name is Luna", []),
     ],
 )
 def test_rules_of_the_held_out_11_round(sentence: str, facts: list[str]) -> None:
