@@ -45,6 +45,7 @@ _SPORT_HABIT = re.compile(
     rf"night)|(?:once|twice|three times) a week|on (?:{WEEKDAYS})s)\b",
     re.I,
 )
+_SCHEDULED = re.compile(r"\b(?:every|each|a week)\b|days\b", re.I)
 # someone else in the sentence before it: the habit may be theirs
 _SOMEONE_ELSE = re.compile(rf"\b(?:he|she|they|his|her|their|[Mm]y (?:{RELATIONS}))\b", re.I)
 _PLAYED = re.compile(r"tennis|football|basketball|volleyball|badminton|squash|padel", re.I)
@@ -204,7 +205,8 @@ def _tools(sentence: str) -> list[str]:
     if is_ending(sentence.casefold()) or _CHANGE.search(sentence):
         return []
     out = [f"User uses {m['t']}" for m in _TOOL_TROUBLE.finditer(sentence.strip())]
-    out += [f"User uses {m['t']}" for m in _TOOL_USER.finditer(sentence)]
+    if " user" in sentence.casefold():  # the scan is costly; the word is rare
+        out += [f"User uses {m['t']}" for m in _TOOL_USER.finditer(sentence)]
     for m in _MY_TOOL.finditer(sentence):
         owner = "Team" if (m["p"] or "").lower() == "our" else "User"
         out.append(f"{owner} uses {m['t'] or m['u']}")
@@ -215,21 +217,25 @@ def _a(word: str) -> str:
     return "an" if word[0].lower() in "aeiou" else "a"
 
 
+def _changed(sentence: str) -> bool:
+    return bool(_CHANGE.search(sentence) or _GOT_RID.search(sentence))
+
+
 def _devices(sentence: str) -> list[str]:
-    # a dead battery is no ending; a device sold or replaced is no longer had
-    if _CHANGE.search(sentence) or _GOT_RID.search(sentence):
-        return []
     things = [m["x"] for m in _MY_DEVICE.finditer(sentence)]
-    things += [
-        m["x"] for m in _MY_MODEL_YEAR.finditer(sentence) if not _MY_DEVICE.match(f"my {m['x']}")
-    ]
-    return [f"User has {_a(x)} {x}" for x in things]
+    if re.search(r"\b(?:19|20)\d\d\b", sentence):
+        things += [
+            m["x"]
+            for m in _MY_MODEL_YEAR.finditer(sentence)
+            if not _MY_DEVICE.match(f"my {m['x']}")
+        ]
+    # a dead battery is no ending; a device sold or replaced is no longer had
+    return [f"User has {_a(x)} {x}" for x in things] if things and not _changed(sentence) else []
 
 
 def _homes(sentence: str) -> list[str]:
-    if _CHANGE.search(sentence) or _GOT_RID.search(sentence):
-        return []
-    return [f"User lives in {m['x']}" for m in _MY_HOME_IN.finditer(sentence)]
+    homes = [f"User lives in {m['x']}" for m in _MY_HOME_IN.finditer(sentence)]
+    return homes if homes and not _changed(sentence) else []
 
 
 def _owned_up(sentence: str, said: str) -> list[str]:
@@ -246,7 +252,9 @@ def _owned_up(sentence: str, said: str) -> list[str]:
 
 
 def _habits(sentence: str) -> list[str]:
-    out = []
+    out: list[str] = []
+    if not _SCHEDULED.search(sentence):  # the sports' scan is costly; a schedule is rare
+        return out
     for m in _SPORT_HABIT.finditer(sentence):
         if _SOMEONE_ELSE.search(sentence[: m.start()]):
             continue
@@ -269,7 +277,9 @@ def in_passing(sentence: str, said: str, facts: Sequence[str]) -> list[str]:
     """The facts `sentence` mentions in passing that none of `facts` (the turn's
     so far) holds already; `said` is the turn's text before the sentence. A
     name already held is held; anything else must be held in the same words."""
-    names = [*_named(sentence), *_mine_named(sentence, said)]
+    # what is the user's says "my" or "our": most sentences skip those scans
+    mine = re.search(r"\b(?:my|our)\b", sentence, re.I) is not None
+    names = [*(_named(sentence) if mine else ()), *_mine_named(sentence, said)]
     owned = _owned_up(sentence, said)
     found = [
         *((f, f.split(" ")[-1]) for f in names),
@@ -279,8 +289,8 @@ def in_passing(sentence: str, said: str, facts: Sequence[str]) -> list[str]:
                 *(f"User works as {m['a'] or ''}{m['x']}" for m in _JOB_AS.finditer(sentence)),
                 *owned,
                 *_tools(sentence),
-                *_devices(sentence),
-                *_homes(sentence),
+                *(_devices(sentence) if mine else ()),
+                *(_homes(sentence) if mine else ()),
                 *_habits(sentence),
                 *_brands(sentence),
                 *(f"User is not {m['x']}" for m in _DENIED.finditer(sentence)),
