@@ -510,7 +510,13 @@ class _Driver:
             wall = time.monotonic() - started
             history = [c.read_flow_run(rid) for rid in self.runs]
         states = [fr.state.type.value for fr in history if fr.state]
-        spans = [(self.runs[fr.id], fr.start_time, fr.end_time) for fr in history]
+        # a run this harness killed did no work after the kill, but its end_time is
+        # when the server marked it CRASHED, which may fall after its rerun began:
+        # it is left out (lost / duplicates / equals_reference check its work)
+        spans = [
+            (self.runs[fr.id], fr.start_time, None if _crashed(fr) else fr.end_time)
+            for fr in history
+        ]
         return {
             "seconds": round(wall, 2),
             "runs": len(self.runs),
@@ -555,6 +561,10 @@ def run_users(
         else {u: {"user": u} for u in users}
     )
     return _Driver(st, units, db_uri, faults or Faults(), deadline_s).run()
+
+
+def _crashed(fr: Any) -> bool:
+    return bool(fr.state and fr.state.type.value == "CRASHED")
 
 
 def _count(values: Any) -> dict[str, int]:

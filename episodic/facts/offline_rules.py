@@ -137,6 +137,11 @@ def _died(prefix: str) -> Build:
     return build
 
 
+def _lost(m: re.Match[str]) -> list[str]:
+    """ "we lost Pistachio" -> "Pistachio died"; "lost my grandma" -> "User's grandma died"."""
+    return [shift(m["x"]).replace("their ", "User's ") + " died"]
+
+
 def _put_down(m: re.Match[str]) -> list[str]:
     return [f"{'User' + chr(39) + 's ' if m['p'] else ''}{m['x']} was put down"]
 
@@ -520,7 +525,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (
         rf"^(?:i|we) (?:just )?lost (?P<x>(?-i:[A-Z])[\w-]+|(?:my|our) (?:{RELATIONS})"
         r"(?: (?-i:[A-Z])[\w-]+)?)(?= back| in| last| this| on| to|,|$)",
-        lambda m: [f"{shift(m['x']).replace('their ', chr(85) + 'ser' + chr(39) + 's ')} died"],
+        _lost,
     ),
     (r"^(?:i|we) (?:had to )?put (?:(?P<p>my|our) )?(?P<x>[\w-]+(?: [\w-]+)?) down", _put_down),
     (
