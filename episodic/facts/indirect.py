@@ -26,7 +26,7 @@ import re
 from episodic.facts.endings import LOSE_TASTE
 from episodic.facts.jobs import JOB
 from episodic.facts.slots import tool_name
-from episodic.facts.when import MONTHS, WEEKDAYS
+from episodic.facts.when import MONTHS, SEASONS, WEEKDAYS
 from episodic.facts.wording import Build, fmt, obj, shift
 
 _I = r"i(?:'m| am)"
@@ -48,8 +48,8 @@ _EVENT = (
 )
 # a month, a season or a relative time: a trip said with one is a plan
 _WHEN = re.compile(
-    rf"\b(?:in|on|this|next|over|for|during) (?:the )?(?:{MONTHS}|spring|summer|autumn|fall|"
-    rf"winter|week|weekend|month|year|holidays?|{WEEKDAYS})\b|\btomorrow\b"
+    rf"\b(?:in|on|this|next|over|for|during) (?:the )?(?:{MONTHS}|{SEASONS}|"
+    rf"week|weekend|month|year|holidays?|{WEEKDAYS})\b|\btomorrow\b"
     r"|\bin \w+ (?:days|weeks|months)\b",
     re.I,
 )

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 
 from episodic.facts import generic
 from episodic.facts.correction import (
+    CORRECTION,
     apply_correction,
     contrast,
     corrected_fact,
@@ -165,14 +166,15 @@ _CLAUSES = re.compile(
     r"|(?:is|are) (?:there|it|this|that)\b|should i\b|do you\b|please\b)",
     re.I,
 )
+# a state after "and" that keeps the "I'm" before it: "i'm vegetarian and allergic to ..."
+_STATE_WORDS = frozenset({"allergic", "vegan", "vegetarian", "pescatarian", "diabetic"})
 _BARE_VERB = re.compile(
     r",?\s+and (?=(?:also |now |currently )?(?:live|work|have|own|use|love|like|prefer|enjoy|"
     r"hate|moved|relocated|joined|got|adopted|drive|speak|play|study|am|'m|started|bought|"
     r"sold|quit|ditched|switched|cancell?ed|rent|rented|teach|keep|been|need|want|miss|went|"
-    r"go|run|eat|drink|cook|allergic|vegan|vegetarian|pescatarian|diabetic|picked up|traded)\b)",
+    rf"go|run|eat|drink|cook|picked up|traded|{'|'.join(sorted(_STATE_WORDS))})\b)",
     re.I,
 )
-_STATE_WORDS = frozenset({"allergic", "vegan", "vegetarian", "pescatarian", "diabetic"})
 _PREFACE = re.compile(r"^(?:[A-Za-z][\w'’ -]{0,40}):\s+(?=\S)")
 _LEAD_IN = re.compile(
     r"^(?:(?:so|well|also|actually|btw|by the way|oh|and|but|anyway|fyi|hey|hi|hello|ok|okay|"
@@ -274,9 +276,7 @@ def _clauses(sentence: str) -> list[str]:
                 verb = piece.split(" ", 1)[0].casefold()
                 if verb in ("am", "'m"):
                     out.append(f"I'm {piece.split(' ', 1)[1] if ' ' in piece else ''}")
-                elif (
-                    verb in _STATE_WORDS and subject == "I"
-                ):  # "i'm vegetarian and allergic to ..."
+                elif verb in _STATE_WORDS and subject == "I":
                     out.append(f"I'm {piece}")
                 elif verb == "been":
                     out.append(f"{subject} have {piece}")
@@ -471,7 +471,7 @@ def offline_extract(turns: Sequence[FactTurn]) -> list[tuple[str, list[int]]]:
         if turn.role != "user":
             continue
         for fact, corrects in _turn_facts(turn.text, list(found)):
-            if corrects is None:
+            if corrects is None and CORRECTION.match(fact):
                 # "i meant square not stripe" said of a fact of this episode: rewrite it here
                 fixed = next(((f, new) for f in found if (new := corrected_fact(fact, f))), None)
                 if fixed is not None:

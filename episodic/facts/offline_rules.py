@@ -19,7 +19,7 @@ from episodic.facts.endings import GIVE_UP, LEAVE, PART, PART_TOGETHER
 from episodic.facts.indirect import DWELLING, INDIRECT
 from episodic.facts.jobs import JOB
 from episodic.facts.slots import DEVICE_WORD, tool_name
-from episodic.facts.when import MONTHS, WEEKDAYS
+from episodic.facts.when import MONTHS, SEASONS, WEEKDAYS
 from episodic.facts.wording import TAIL, Build, fmt, obj, shift, third_person
 
 Rule = tuple[re.Pattern[str], Build]
@@ -248,8 +248,8 @@ _FOR_YEARS = (
 )
 # a time a plan can be moved to
 _TIME_WORD = (
-    rf"{MONTHS}|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|{WEEKDAYS}|spring|summer|autumn|"
-    r"fall|winter|week|month|year|weekend|tomorrow|later|\d"
+    rf"{MONTHS}|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|{WEEKDAYS}|{SEASONS}|"
+    r"week|month|year|weekend|tomorrow|later|\d"
 )
 # what "I'm on a ..." names when it is the user's machine ("im on a macbook air m2")
 _DEVICE = re.compile(

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from episodic.facts.negation import is_ending
 from episodic.facts.normalize import stem, words
 from episodic.facts.slots import parse_slot
-from episodic.facts.when import MONTHS, WEEKDAYS
+from episodic.facts.when import MONTHS, SEASONS, WEEKDAYS
 
 _NAMED_OLD = re.compile(
     r"\b(?:instead of|rather than|in place of) (?P<a>.+?)(?=$|[,;]| (?:now|these days|for|since)\b)"
@@ -49,8 +49,7 @@ _NOISE = frozenset({"the", "a", "an", "their", "my", "our", "them", "it"})
 
 _MOVED_TO = re.compile(r"^(?:user|team) rescheduled .+? to (?P<x>.+)$", re.I)
 _TIME_PHRASE = re.compile(
-    rf"\b(?:in|on|for|this|next) (?:early |late |mid-?)?(?P<t>{MONTHS}|{WEEKDAYS}|spring|summer|"
-    r"autumn|fall|winter)\b",
+    rf"\b(?:in|on|for|this|next) (?:early |late |mid-?)?(?P<t>{MONTHS}|{WEEKDAYS}|{SEASONS})\b",
     re.I,
 )
 

@@ -46,7 +46,7 @@ import re
 from typing import NamedTuple
 
 from episodic.facts.normalize import normalize
-from episodic.facts.when import MONTHS, WEEKDAYS
+from episodic.facts.when import MONTHS, SEASONS, WEEKDAYS
 
 
 class Slot(NamedTuple):
@@ -129,7 +129,7 @@ _SUBJECTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
 _CUT = re.compile(
     r"\s+(?:since|now|anymore|last|this|next|ago|yesterday|today|recently|because|"
     r"but|and|with|when|after|before|as of|for now|instead)\b.*$"
-    rf"|\s+(?:in|on|over|during|around) (?:the )?(?:{MONTHS}|spring|summer|autumn|fall|winter|"
+    rf"|\s+(?:in|on|over|during|around) (?:the )?(?:{MONTHS}|{SEASONS}|"
     rf"weekend|{WEEKDAYS}|\d{{4}})\b.*$"
 )
 _BE = r"(?:is |am |are |'s |'m |'re )?"

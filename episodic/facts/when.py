@@ -13,7 +13,8 @@ import re
 
 WEEKDAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 MONTHS = r"january|february|march|april|may|june|july|august|september|october|november|december"
-_UNITS = r"morning|afternoon|evening|night|week|weekend|month|year|spring|summer|autumn|fall|winter"
+SEASONS = r"spring|summer|autumn|fall|winter"
+_UNITS = rf"morning|afternoon|evening|night|week|weekend|month|year|{SEASONS}"
 _COUNT = r"a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of|several|\d+"
 RELATIVE_DATE = (
     r"(?:(?:on|by|since|until|from|as of) )?(?:"
