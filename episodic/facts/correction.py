@@ -72,9 +72,15 @@ def apply_correction(fact: str, value: str, named_old: str | None) -> str | None
 # (`corrected_fact`). The new value is a name (capitalised, numbers may
 # follow), or any single word when the turn owns up to a slip ("sorry", "I
 # mixed that up"); the old value is one or two words ending the clause.
+# where the old value ends: the clause's end, a mark, or what chat adds after it
+_Y_END = (
+    r"(?=$|[,;:.!?(]|\s+(?:lol|haha|lmao|and|but|so|because|bc|as|which|since|everyone|"
+    r"sorry|tbh|btw)\b)"
+)
 _CONTRAST = re.compile(
     r"(?:^|\s)(?P<x>(?-i:[A-Z])[\w.+#-]*(?: (?:(?-i:[A-Z])|\d)[\w.+#-]*)*"
-    r"|(?P<low>[^\W\d_][\w.+#-]*)),? not (?P<y>[\w.+#-]+(?: [\w.+#-]+)?)$",
+    r"|(?P<low>[^\W\d_][\w.+#-]*)),? not (?:an? |the |my )?(?P<y>[\w.+#-]+(?: [\w.+#-]+)?)"
+    rf"{_Y_END}",
     re.I,
 )
 # what chat puts after it: "i meant square not stripe lol"
@@ -84,13 +90,82 @@ CORRECTION = re.compile(r"^(?:user|team) corrected (?P<y>.+?) to (?P<x>.+)$", re
 _VERSION = r"(?:\s+v?\d[\w.]*)?"
 
 
+# words that end a value read back from "not": "my allergy is to tree nuts, not
+# peanuts" gives "tree nuts"; "i meant product manager not project manager"
+# gives "product manager"
+_VALUE_STOP = re.compile(
+    r"^(?:i|i'm|im|we|it|it's|its|is|are|was|were|be|to|in|at|on|of|for|from|with|by|a|an|"
+    r"the|my|our|meant|mean|said|actually|really|just|that|this|and|but|so|title|allergy|"
+    r"name|called|named|not|no)$",
+    re.I,
+)
+# what stands beside "not" when it negates a verb or a reason, not a value:
+# "I have not been", "If not Thursday", "not just because of"
+_NO_VALUE = re.compile(
+    r"^(?:if|when|whether|unless|and|or|but|so|because|of|have|has|had|do|does|did|am|is|are|"
+    r"was|were|be|been|being|can|could|will|would|should|must|may|might|just|only|even|"
+    r"really|too|yet|exactly|quite|that|this|much|sure|always|ever|all|enough|to|in|at|on|"
+    r"for|with|sure|quite|necessarily|yet|now|anymore|any|every)\b",
+    re.I,
+)
+_NOUN_BEFORE = re.compile(r"^(?:to|in|at|of|for|from|with|a|an|the|my|our|is|are)$", re.I)
+# an aside in brackets says why, never what: "(peanuts are fine for me)"
+_ASIDE = re.compile(r"\s*\([^)]*\)?")
+_MONTH = re.compile(rf"^(?:{MONTHS})$", re.I)
+# "it's pistachios I'm allergic to, not cashews": the value is the cleft's focus
+_CLEFT = re.compile(
+    r"(?:^|[,:;]\s*|\s)(?:it's|its|it is|it was) (?P<x>[\w-]+(?: [\w-]+)?) (?:that |which )?"
+    r"(?:i|i'm|im|i am|we|we're)\b[^,]*?,? not (?P<y>[\w.+#-]+(?: [\w.+#-]+)?)"
+    rf"{_Y_END}",
+    re.I,
+)
+
+
 def contrast(clause: str, *, signal: object = None) -> str | None:
     """The correction fact of an "X, not Y" clause, or None."""
-    m = _CONTRAST.search(_CHAT_END.sub("", clause.strip().rstrip(" .!")))
+    s = _CHAT_END.sub("", _ASIDE.sub("", clause.strip()).rstrip(" .!"))
+    cleft = _CLEFT.search(s)
+    if cleft is not None and signal:
+        return _corrected(cleft["x"], cleft["y"])
+    m = _CONTRAST.search(s)
     if m is None or (m["low"] and not signal):
         return None
     x, y = m["x"].strip(), m["y"].strip()
-    if normalize(x) == normalize(y) or _DATE.match(x):
+    if any(_NO_VALUE.match(v) and not _MONTH.match(v) for v in (x, y)):
+        return None
+    if m["low"]:
+        x = _widened(s[: m.start("x")].split(), x, y)
+        if x is None:
+            return None
+    return _corrected(x, y)
+
+
+def _widened(before: list[str], x: str, y: str) -> str | None:
+    """A lowercase value with the words that belong to it: as many as the old
+    value has when both end alike ("product manager, not project manager"),
+    else one content word more ("tree nuts, not peanuts")."""
+    if _VALUE_STOP.match(x):
+        return None
+    ys = y.split()
+    if len(ys) > 1 and ys[-1].casefold() == x.casefold():
+        lead = before[-(len(ys) - 1) :] if len(before) >= len(ys) - 1 else []
+        if len(lead) == len(ys) - 1 and not any(_VALUE_STOP.match(w) for w in lead):
+            return " ".join([*lead, x])
+        return None
+    # "to tree nuts": a word after a preposition or article is part of the value;
+    # "I drink tea": a word after a subject is its verb
+    if len(before) >= 2 and _NOUN_BEFORE.match(before[-2]) and not _VALUE_STOP.match(before[-1]):
+        return f"{before[-1]} {x}"
+    return x
+
+
+def _corrected(x: str, y: str) -> str | None:
+    """ "User corrected Y to X", unless the two are one value or X is a day
+    or month where Y is none ("it was Monday, not Tuesday" corrects no value;
+    "the trip is in June, not May" does)."""
+    if normalize(x) == normalize(y) or (_DATE.match(x) and not _DATE.match(y)):
+        return None
+    if _DATE.match(x) and _DATE.match(y) and not _MONTH.match(x):
         return None
     return f"User corrected {y} to {x}"
 
@@ -106,19 +181,53 @@ _SAID_MEANT = re.compile(
 
 
 # "i said tuesday but my surgery is actually thursday": the slip, then the truth
+# "i keep saying heidelberg bc thats where the office is but my apartment is
+# actually in mannheim": the reason between them is skipped
 _SAID_BUT = re.compile(
-    r"\bi (?:said|told (?:you|u|ya)|wrote) (?P<y>[\w.+#-]{3,}) but (?:it's|it is|its|"
-    r"(?:my|our|the) [\w' -]{1,30}? (?:is|are)) (?:actually|really) (?P<x>[\w.+#-]{2,})",
+    r"\bi (?:said|keep saying|kept saying|told (?:you|u|ya)|wrote) (?P<y>[\w.+#-]{3,})"
+    r"(?: [^.!?]{0,60}?)? but (?:it's|it is|its|"
+    r"(?:my|our|the) [\w' -]{1,30}? (?:is|are)) (?:actually|really) (?:(?:in|at|on) )?"
+    r"(?P<x>[\w.+#-]{2,})",
     re.I,
 )
+# "I told you I live in Aarhus, but actually I live in Odense": the same words
+# twice, but for the value
+_TOLD_BUT = re.compile(
+    r"\b(?:told (?:you|u|ya)|said|wrote|mentioned)(?: that)? (?P<a>[^,.;:!?]{3,60}?),? but "
+    r"(?:(?:actually|in fact|really),? )?(?P<b>[^,.;:!?]{3,60})",
+    re.I,
+)
+_FILLER = frozenset({"actually", "really", "in", "fact"})
+
+
+def _parallel(a: str, b: str) -> tuple[str, str] | None:
+    """(old, new): the words where two parallel clauses differ, when they
+    share at least two words around a difference of one to three words."""
+    xs = a.split()
+    ys = [w for w in b.split() if w.casefold() not in _FILLER or w.casefold() == "in"]
+    pre = 0
+    while pre < min(len(xs), len(ys)) and xs[pre].casefold() == ys[pre].casefold():
+        pre += 1
+    post = 0
+    while (
+        post < min(len(xs), len(ys)) - pre
+        and xs[-1 - post].casefold() == ys[-1 - post].casefold()
+    ):
+        post += 1
+    old, new = xs[pre : len(xs) - post], ys[pre : len(ys) - post]
+    if pre + post < 2 or not 1 <= len(old) <= 3 or not 1 <= len(new) <= 3:
+        return None
+    return " ".join(old), " ".join(new)
 
 
 def said_instead(text: str) -> str | None:
     """The correction fact of a turn that names a value said and the one meant, or None."""
     m = _SAID_MEANT.search(text) or _SAID_BUT.search(text)
-    if m is None or normalize(m["x"]) == normalize(m["y"]):
-        return None
-    return f"User corrected {m['y']} to {m['x']}"
+    if m is not None and normalize(m["x"]) != normalize(m["y"]):
+        return f"User corrected {m['y'].rstrip('.')} to {m['x'].rstrip('.')}"
+    told = _TOLD_BUT.search(text)
+    pair = _parallel(told["a"], told["b"]) if told else None
+    return f"User corrected {pair[0]} to {pair[1]}" if pair else None
 
 
 def corrected_fact(new_text: str, old_text: str) -> str | None:
@@ -129,6 +238,13 @@ def corrected_fact(new_text: str, old_text: str) -> str | None:
         return None
     version = _VERSION if re.search(r"\d", m["x"]) else ""
     old = re.compile(rf"\b{re.escape(m['y'])}{version}(?![\w-])", re.I)
-    if old.search(old_text) is None:
+    found = old.search(old_text)
+    if found is None:
         return None
-    return old.sub(m["x"], old_text, count=1)
+    head = old_text[: found.start()]
+    # "a data analyst" corrected to "actuarial analyst" reads "an actuarial analyst"
+    article = re.search(r"\b(an?) $", head)
+    if article:
+        vowel = m["x"][:1].casefold() in "aeiou"
+        head = head[: article.start()] + ("an " if vowel else "a ")
+    return head + m["x"] + old_text[found.end() :]

@@ -180,7 +180,8 @@ _LEAD_IN = re.compile(
     r"^(?:(?:so|well|also|actually|btw|by the way|oh|and|but|anyway|fyi|hey|hi|hello|ok|okay|"
     r"ugh|argh|omg|wow|yay|woohoo|phew|whew|welp|lol|haha|hmm|yikes|"
     r"yeah|yes|no(?! longer)|nope|sure|right|true|honestly|just so you know|for context|"
-    r"for the record|"
+    r"for the record|i (?:should|must|forgot to|want to|wanted to) (?:mention|say|add|note|"
+    r"tell you)(?: that)?|"
     r"quick note|quick update|update|heads up|(?:\w+ )?news|correction|sorry|oops|"
     r"change of plans?|plot twist|(?:small|big|quick) update|"
     r"sadly|unfortunately|fortunately|luckily|guess what|now|then|"
@@ -219,7 +220,7 @@ _CO_SUBJECT = re.compile(
 # the user owning up to a slip: a lowercase "X, not Y" is then a correction too
 _SLIP = re.compile(
     r"\b(?:sorry|oops|my bad|my mistake|i meant|mixed (?:that|it|them) up|misspoke|typo|"
-    r"wrong|actually|correction|scratch that)\b",
+    r"wrong(?:ly)?|actually|correct(?:ion)?|scratch that)\b",
     re.I,
 )
 # an "it" that stands for nothing named: "it's all genmaicha for me now"
@@ -437,9 +438,11 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
                     continue
                 resolved = _resolve(clause, antecedents)
                 got = extract_facts_of(resolved) if resolved is not None else []
-                if not got and (fix := contrast(_clean(clause), signal=_SLIP.search(text))):
+                slip = _SLIP.search(text)
+                fix = contrast(_clean(clause), signal=slip) if not got or slip else None
+                if fix and not any(_says(f, fix) for f in got):
                     # "she lives in Yerevan, not Tbilisi": the value of a stored fact
-                    got = [fix]
+                    got = [*got, fix]
                 facts.extend((f, None) for f in got)
                 if resolved is None:
                     continue
@@ -451,6 +454,14 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
             facts.extend((f, None) for f in in_passing(sentence, said, stated))
             said = f"{said} {sentence}"
     return facts
+
+
+def _says(fact: str, correction: str) -> bool:
+    """Does `fact` state the value `correction` brings ("User works as actuarial
+    analyst" beside "User corrected data analyst to actuarial analyst")? Then
+    the fact replaces the old one by its slot, and the correction is dropped."""
+    m = CORRECTION.match(correction)
+    return m is not None and m["x"].casefold() in fact.casefold()
 
 
 def _correction(clause: str, last: str) -> str | None:

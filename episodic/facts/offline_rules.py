@@ -645,7 +645,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         fmt("User works as {x}"),
     ),
     (
-        r"^my (?:job|role|position|title|profession) is (?:now )?(?P<x>.+)",
+        r"^my (?:job|role|position|title|profession) is (?:now |actually )?(?P<x>.+)",
         fmt("User works as {x}"),
     ),
     # tools
