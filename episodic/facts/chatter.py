@@ -17,7 +17,9 @@ _CONVERSATION_ACT = re.compile(
     r"^(?:(?:just|quickly|also|then|first) )*(?:paste|send|share|upload|attach|forward|post|"
     r"copy|check|look|try|test|reply|answer|explain|show|give|write|ask|tell|"
     r"get back|let (?:you|them) know|think about|see|be right back|brb|do (?:it|that|this))\b"
-    r"|^\w+(?: \w+)? (?:it|that|this|them|those|these)(?: \w+)?$",
+    r"|^\w+(?: \w+)? (?:it|that|this|them|those|these)(?: \w+)?$"
+    # "I'll take conditioner recommendations too": an answer taken from this chat
+    r"|^take (?:[\w-]+ )?(?:recommendations|suggestions|advice|ideas|tips|options)\b",
     re.I,
 )
 # what follows "is" / "are" when it only says how someone is right now

@@ -175,7 +175,9 @@ def _corrected(x: str, y: str) -> str | None:
 _SAID_MEANT = re.compile(
     r"\b(?:told (?:you|u|ya)|said|wrote|typed|put)(?: (?:it was|it's|its))? "
     r"(?!(?:that|this|it|no|yes|so|the|an?|something|anything|you|u|me)\b)(?P<y>[\w.+#-]{3,})\b"
-    r"[^.!?]*[.!?]*\s*(?:(?:sorry|oops|lol|haha|wait|no)[,!.]?\s+)*i meant (?P<x>[\w.+#-]{2,})",
+    r"[^.!?]*[.!?]*\s*(?:(?:sorry|oops|lol|haha|wait|no)[,!.]?\s+)*"
+    # "i said juniper last time, juniper is my neighbors dog, mine is figaro"
+    r"(?:i meant|mine(?:'s| is)|(?:it's|its|it is) actually) (?P<x>[\w.+#-]{2,})",
     re.I,
 )
 

@@ -40,6 +40,9 @@ DWELLING = (
     r"studio|flat|apartment|house|place|room|home|condo|bungalow|cottage|loft|townhouse|"
     r"bedsit|houseboat|farmhouse|cabin"
 )
+# a part of a home, and the people one shares it with
+HOME_PART = r"balcony|garden|backyard|yard|kitchen|living room|bedroom|street|building|block"
+HOUSEHOLD = r"flatmate|roommate|housemate|landlord|landlady"
 # plans a user may call off: "the trip is off", "the wedding got cancelled"
 _EVENT = (
     r"trip|holiday|vacation|visit|move|wedding|party|plans?|conference|interview|surgery|"

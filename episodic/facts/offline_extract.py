@@ -109,13 +109,15 @@ _NO_SUBJECT_VERB = (
     r"car|motorbike|motorcycle|scooter|van|truck|suv|camper)"
     r"(?=\s*(?:$|[,.!]|\s(?:for|to|and|so|last|yesterday|today|this|on)\b))"
     rf"|(?:{INJURED}) my\b"
-    r"|started an? (?:[\w-]+ ){0,3}(?:class|course|lessons|workshop)\b"
+    r"|started an? (?:[\w-]+ ){0,3}(?:class|course|lessons|workshop|bootcamp)\b"
+    # a thing given up for another, a return to one: "ditched notion for obsidian"
+    r"|(?:ditched|dropped|swapped|traded) [\w.+#-]+(?: [\w.+#-]+)? for\b|went back to\b"
     r"(?! (?:for|to|that|which|called|named|in)\b))"
 )
 _NO_SUBJECT = re.compile(rf"^(?:(?:just|finally|recently|officially) )*{_NO_SUBJECT_VERB}", re.I)
 # a state with its "I'm" / "I've" dropped: "been vegetarian for years", "living in austin"
 _NO_SUBJECT_BE = re.compile(
-    r"^(been|living|staying|based|working|planning|originally) "
+    r"^(been|living|staying|based|working|planning|originally|starting) "
     r"(?=(?:(?:full|part)[- ]time )?(?:in|at|as|with|vegan|"
     r"vegetarian|pescatarian|an?|from)\b|for (?-i:[A-Z]))"
     # a trip with its "I'm" dropped: "going to the Azores in April instead"
@@ -158,12 +160,12 @@ _CLAUSES = re.compile(
     r"|,\s+(?=[\w' -]{1,30}? (?:is|are) (?:now )?my (?:new )?(?:go-to|favou?rite|fave)\b)"
     # a request or question after a comma is not part of the fact before it
     # ("I'm a vet, can you help me ..."): it is cut off, and dropped as a question
-    r"|,\s+(?=(?:(?:so|and|but|ok|now) )?(?:can|could|would|will) you\b"
+    r"|,\s+(?=(?:(?:so|and|but|ok|now|then) )?(?:(?:can|could|would|will) you\b"
     r"|(?:(?:have you |you )?got )?any (?:ideas?|tips|tricks|hacks|pointers|advice|suggestions|"
     r"recommendations|"
     r"thoughts|(?:\w+ ){1,2}ideas)\b"
     r"|(?:what|how|where|which|why|when|who)(?:'s| is| are| do| does| should| can| would)?\b"
-    r"|(?:is|are) (?:there|it|this|that)\b|should i\b|do you\b|please\b)",
+    r"|(?:is|are) (?:there|it|this|that)\b|should i\b|do you\b|please\b))",
     re.I,
 )
 # a state after "and" that keeps the "I'm" before it: "i'm vegetarian and allergic to ..."
@@ -420,7 +422,7 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
         facts.append((meant, None))
     antecedents: list[str] = []
     said = ""
-    for line in text.splitlines():
+    for line in _asides_apart(text).splitlines():
         # one space between words: a run of whitespace (a paste's indentation)
         # made some rules backtrack for seconds
         line = _spelled_out(" ".join(line.split()))
@@ -462,6 +464,24 @@ def _says(fact: str, correction: str) -> bool:
     the fact replaces the old one by its slot, and the correction is dropped."""
     m = CORRECTION.match(correction)
     return m is not None and m["x"].casefold() in fact.casefold()
+
+
+# an aside in brackets: "(I work at a bookshop in Salamanca Place, so ...)"
+# (of three words or more: "(leave-in)" and "(2021)" stay where they are)
+_ASIDE = re.compile(r"\s*\(([^()\n\s]+\s+[^()\n\s]+\s+[^()\n]{1,280})\)")
+
+
+def _asides_apart(text: str) -> str:
+    """Each line with its bracketed asides moved to lines of their own after it:
+    an aside is a sentence of its own, and the sentence around it reads whole."""
+    if "(" not in text:
+        return text
+    lines = []
+    for line in text.splitlines():
+        asides = _ASIDE.findall(line)
+        lines.append(_ASIDE.sub("", line))
+        lines.extend(asides)
+    return "\n".join(lines)
 
 
 def _correction(clause: str, last: str) -> str | None:

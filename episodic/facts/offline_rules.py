@@ -52,6 +52,16 @@ _PLACE_START = re.compile(r"^(?:the )?[A-Z]")  # a name: "Acme", "the Charité"
 _RELATION_RE = re.compile(rf"^(?:{RELATIONS})\b", re.I)
 
 
+# where one goes back to that is no choice of a thing: "went back to work"
+_NOT_RETURNED = re.compile(
+    r"^(?:work|bed|sleep|school|uni|college|class|normal|square one|basics|it|that|this|them|"
+    r"him|her|the (?:office|gym|doctor|vet|store|shop|car|start|beginning|drawing board|hotel|"
+    r"house|flat|room|city|hospital|airport|station)|my (?:desk|room|place|parents|hometown|"
+    r"flat|house|car|old)|where|what|how|reading|watching|sleep|town|the same)\b",
+    re.I,
+)
+
+
 def _verb_phrase(rest: str) -> str:
     head, _, tail = rest.partition(" ")
     return f"{third_person(head)} {tail}".strip()
@@ -172,9 +182,22 @@ def _intends(template: str) -> Build:
     return build
 
 
+# "moved out of the leith flat, staying with my parents in stirling til i find
+# somewhere": where they are now follows what ended
+_NOW_STAYING = re.compile(
+    r",\s+(?:now\s+)?(?P<v>staying|living|crashing|sleeping) (?P<b>(?:with|at|in) .+?)"
+    r"(?:\s+(?:til|till|until|while|for now|for a bit|for a while)\b.*)?$",
+    re.I,
+)
+
+
 def _ended(m: re.Match[str]) -> list[str]:
-    x = obj(m["x"])
-    return [] if x is None else [f"{_subject(m['s'])} {m['v'].lower()} {x}"]
+    now = _NOW_STAYING.search(m["x"])
+    x = obj(m["x"][: now.start()] if now else m["x"])
+    if x is None:
+        return []
+    ended = f"{_subject(m['s'])} {m['v'].lower()} {x}"
+    return [ended, f"User is {now['v'].lower()} {shift(now['b'])}"] if now else [ended]
 
 
 def _parted(m: re.Match[str]) -> list[str]:
@@ -217,7 +240,7 @@ _ADV = (
 )
 _S = r"(?P<s>i|we|our team|the team)"
 # what follows "I'm in" when it is a state, a field or a place of the moment, not a town
-_NOT_A_PLACE = (
+NOT_A_PLACE = (
     r"trouble|love|bed|pain|charge|school|college|uni|university|class|town|office|hospital|"
     r"tech|sales|finance|marketing|retail|law|medicine|healthcare|education|debt|shock|tears|"
     r"luck|time|line|place|shape|touch|business|favou?r|therapy|recovery|rehab|labou?r|"
@@ -322,6 +345,12 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"^i never (?P<x>.+)",
         lambda m: [f"User never {_verb_phrase(obj(m['x']) or '')}"] if obj(m["x"]) else [],
     ),
+    # "ditched the Garmin for a Coros": an ending that names what replaced it
+    (
+        rf"^{_S}{_HAVE} (?:ditched|dropped|dumped|traded|swapped|gave up) (?P<y>.+?) for "
+        r"(?P<x>(?:an? |the |my )?(?-i:[A-Z]|[a-z]+ ?(?-i:[A-Z])|[a-z]{3,}).*)",
+        _replaced,
+    ),
     # what ended: given up, left, parted from (`endings`)
     (rf"^(?P<s>i|we){_HAVE} (?P<v>{GIVE_UP}|{LEAVE}|{PART}) (?P<x>.+)", _ended),
     (rf"^(?P<s>i|we){_HAVE} (?P<v>left) (?P<x>(?-i:[A-Z]).+)", _ended),
@@ -353,7 +382,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         fmt("User asked to forget about {x}"),
     ),
     (
-        r"^i (?:got|was) (?:laid off|fired) (?:from|by|at) (?P<x>.+)",
+        r"^i (?:got|was|have been|'ve been) (?:laid off|fired|made redundant|let go) "
+        r"(?:from|by|at) (?P<x>.+)",
         fmt("User no longer works at {x}"),
     ),
     # plans and intentions
@@ -402,7 +432,11 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     # residence
     (
         rf"^(?:{_IV} {_ADV}(?:been )?(?:live|living|reside|residing|stay|staying)|"
-        rf"{_I} {_ADV}(?:living|based|residing|located|settled|staying)|i live|i reside) "
+        rf"{_I} {_ADV}(?:living|based|residing|located|settled|staying)|i live|i reside|"
+        # a household's home is the user's: "we live in utrecht"
+        rf"we {_ADV}live|we(?:'re| are) {_ADV}living|we(?:'ve| have) {_ADV}been living|"
+        # "I want to stay living in Leeds": a home kept
+        r"(?:i|we) (?:want to|would like to|'d like to|plan to|will|'ll) (?:stay|keep) living) "
         r"in (?P<x>.+)",
         # "I live in sublime all day": a tool one lives in is one used
         lambda m: (
@@ -414,7 +448,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     # "been in leeds 3 yrs": a place lived in for a span is home
     (
         rf"^i(?:'ve| have) {_ADV}been (?:living |based )?(?:here )?in "
-        rf"(?P<x>(?!(?:{_NOT_A_PLACE})\b)[^\W\d_][\w' -]*?),? {_FOR_YEARS}\b",
+        rf"(?P<x>(?!(?:{NOT_A_PLACE})\b)[^\W\d_][\w' -]*?),? {_FOR_YEARS}\b",
         fmt("User lives in {x}"),
     ),
     (
@@ -472,7 +506,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (
         rf"^{_I} (?:(?:currently|still|stuck|here|over|out|back|now) )*in "
         r"(?P<x>(?-i:[A-Z])[\w-]+(?: (?-i:[A-Z])[\w-]+)?"
-        rf"|(?!(?:{_NOT_A_PLACE})\b)[^\W\d_]{{3,}}(?=\s*(?:$|,|\s(?:so|and|but|btw|now)\b)))"
+        rf"|(?!(?:{NOT_A_PLACE})\b)[^\W\d_]{{3,}}(?=\s*(?:$|,|\s(?:so|and|but|btw|now)\b)))"
         r"(?!(?:(?!,|\s(?:so|and|but|because)\s).)*\b(?:this|next|for|until|till|today|tonight|"
         r"tomorrow|right now|at the moment|on (?:holiday|vacation|business|a trip))\b)",
         fmt("User lives in {x}"),
@@ -662,10 +696,16 @@ _TABLE: tuple[tuple[str, Build], ...] = (
             else []
         ),
     ),
-    # "..., back to vim": a tool returned to
+    # "..., back to vim": a tool returned to; "went back to whole milk": a switch
     (
         rf"^(?:{_I} |i'?ve gone |i went |went )?(?:back to|back on) (?P<x>.+)",
-        lambda m: [f"User uses {x}"] if (x := obj(m["x"])) and tool_name(x) else [],
+        lambda m: (
+            [f"User uses {x}"]
+            if (x := obj(m["x"])) and tool_name(x)
+            else [f"User switched to {x}"]
+            if x and "went" in m.group(0).split()[:2] and not _NOT_RETURNED.match(x)
+            else []
+        ),
     ),
     (
         rf"^{_I} {_ADV}(?:(?:studying|revising|cramming) for (?P<x>.+)|(?:preparing|prepping) "
@@ -679,8 +719,9 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     (
         # a class only with its schedule or venue: "started a new class" is code
-        rf"^{_IV} {_ADV}(?:started|began|(?:am |'m )?taking|take) "
-        r"(?P<x>an? (?:[\w-]+ ){0,3}(?:course|lessons?|workshop)\b.*"
+        rf"^(?:{_IV} {_ADV}(?:started|began|take|am taking|am starting)|"
+        rf"{_I} {_ADV}(?:taking|starting)) "
+        r"(?P<x>an? (?:[\w-]+ ){0,3}(?:course|lessons?|workshop|bootcamp|apprenticeship)\b.*"
         rf"|an? (?:[\w-]+ ){{0,3}}class(?:es)? (?=(?:on|every) |(?:{WEEKDAYS})s?\b|"
         r"at (?:the|a) (?:gym|studio|community|local)\b).*)",
         fmt("User takes {x}"),

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from episodic.facts.indirect import DWELLING
+from episodic.facts.indirect import DWELLING, HOME_PART, HOUSEHOLD
 from episodic.facts.jobs import JOB
 from episodic.facts.negation import is_ending
-from episodic.facts.offline_rules import PETS, RELATIONS, SPORT
+from episodic.facts.offline_rules import NOT_A_PLACE, PETS, RELATIONS, SPORT
 from episodic.facts.slots import DEVICE_WORD, TOOL_WORD
 from episodic.facts.when import WEEKDAYS
 
@@ -76,10 +76,13 @@ _ITS_MY_TOOL = re.compile(
     r"(?:editor|ide|browser|terminal|shell|language|database|db|os|distro|stack|tool)\b",
     re.I,
 )
-# "our flat in Tartu has no balcony": the home is where they live
+# "our flat in Tartu has no balcony", "my balcony in Ghent", "me and my flatmate
+# in leith", "our building here in Rotterdam": the home is where they live
 _MY_HOME_IN = re.compile(
-    rf"\b(?:[Mm]y|[Oo]ur) (?:new |little |tiny |old )?(?:{DWELLING}) (?:here )?in "
-    r"(?P<x>(?-i:[A-Z])[\w-]+(?: (?-i:[A-Z])[\w-]+)?)"
+    rf"\b(?:[Mm]y|[Oo]ur) (?:new |little |tiny |old |small )?(?:{DWELLING}|{HOME_PART}) "
+    r"(?:here )?in (?P<x>(?-i:[A-Z])[\w-]+(?: (?-i:[A-Z])[\w-]+)?)"
+    rf"|\b[Mm]y (?:{HOUSEHOLD}) in (?P<low>(?!(?:{NOT_A_PLACE})\b)(?-i:[a-z]{{3,}}))\b"
+    r"|\b(?:from|at|live|living|building|street) here in (?P<here>(?-i:[A-Z])[\w-]+)"
 )
 # makes of vehicle a model year comes with ("my 2019 tax return" is no vehicle)
 _MAKES = (
@@ -103,6 +106,11 @@ _NAMED = re.compile(
     rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[A-Z])[a-z][\w-]+)\b"
     r"(?: and (?P<n2>(?-i:[A-Z])[a-z][\w-]+)\b)?"
 )
+# a name set off by commas: "my boyfriend, Tobias; he ...", "My wife, Ingrid, is a vet"
+_NAMED_APART = re.compile(
+    rf"\b[Mm]y (?P<a>{RELATIONS}), (?P<n>(?-i:[A-Z])[a-z][\w-]+)(?=[,;:)(.!?]|$)"
+)
+_A_RELATION = re.compile(rf"^(?:{RELATIONS})$", re.I)
 # a lowercase name, as chat writes one, only where a verb of its own follows it
 # ("my roommate jake leaves dishes", "my cat miso hasnt eaten"), and never a
 # word that makes a compound with the relation ("my dog walker is", "my mom always")
@@ -110,10 +118,16 @@ _NAMED_LOWER = re.compile(
     rf"\b[Mm]y (?P<a>{RELATIONS}) (?P<n>(?-i:[a-z]{{3,}}))(?= (?:is|was|has|hasnt|hasn't|had|"
     r"keeps|kept|wont|won't|cant|can't|doesnt|doesn't|didnt|didn't|isnt|isn't|wasnt|wasn't|"
     r"leaves|left|loves|hates|wants|needs|says|said|thinks|told|tells|asked|asks|works|lives|"
-    r"passed|died|turned|hit|got|gets|just|still|always|never|and i|and me)\b)"
+    r"passed|died|turned|hit|got|gets|just|still|always|never|and i|and me|ate|eats|bit|bites|"
+    r"chewed|chews|ran|runs|threw|scratched|scratches|screams|barks|meows|escaped|swallowed|"
+    r"learned|learnt|started|stopped|jumped|pees|peed|sleeps|slept)\b"
+    # "for my boyfriend teodor, he's into vinyl": a lowercase word closed by a comma
+    r"|,)"
 )
 _NOT_A_NAME = re.compile(
     r"^(?:\w+ly|always|never|just|still|also|even|only|now|then|too|and|or|but|who|which|"
+    r"today|tonight|tomorrow|yesterday|lol|haha|btw|tbh|here|there|again|though|tho|ok|okay|"
+    r"please|pls|thanks|so|as|etc|first|last|next|once|twice|"
     r"that|this|says|said|food|sitter|walker|bed|tree|toys?|litter|box|door|flap|hair|fur|vet|"
     r"insurance|carrier|crate|bowl|collar|lead|leash|park|groomer|trainer|house|kennel|treats|"
     r"meds|owner|side|group|chat|family|friends?|circle|life|job|work|boss|car|place|room|"
@@ -162,7 +176,9 @@ _MY_TOOL = re.compile(
     re.I,
 )
 # a sentence about a change: a tool in it is not simply in use
-_CHANGE = re.compile(r"\b(?:switch|migrat|mov(?:e|ed|ing) (?:from|off)|used to|old|former)", re.I)
+_CHANGE = re.compile(
+    r"\b(?:switch|migrat|mov(?:e|ed|ing) (?:from|off|out)|used to|old|former)", re.I
+)
 _MY_BRAND = re.compile(
     r"\b[Mm]y (?P<x>(?-i:[a-z]?[A-Z])[\w-]+(?: (?-i:[A-Z0-9])[\w-]*)?) (?:won't|wont|doesn't|"
     r"isn't|keeps|kept|broke|needs|died|stopped|has|is|just)\b"
@@ -183,7 +199,8 @@ _DENIED = re.compile(
 def _named(sentence: str) -> list[str]:
     out = []
     lower = (m for m in _NAMED_LOWER.finditer(sentence) if not _NOT_A_NAME.match(m["n"]))
-    for m in (*_NAMED.finditer(sentence), *lower):
+    apart = (m for m in _NAMED_APART.finditer(sentence) if not _A_RELATION.match(m["n"]))
+    for m in (*_NAMED.finditer(sentence), *apart, *lower):
         a, n = m["a"].lower(), m["n"][0].upper() + m["n"][1:]
         if m.groupdict().get("n2"):
             out.append(f"User's {a} are {n} and {m['n2']}")
@@ -234,8 +251,11 @@ def _devices(sentence: str) -> list[str]:
 
 
 def _homes(sentence: str) -> list[str]:
-    homes = [f"User lives in {m['x']}" for m in _MY_HOME_IN.finditer(sentence)]
-    return homes if homes and not _changed(sentence) else []
+    found = list(_MY_HOME_IN.finditer(sentence))
+    # "from here in Hobart" is where they are now, whoever else moved
+    here = [f"User lives in {m['here']}" for m in found if m["here"]]
+    homes = [f"User lives in {m['x'] or m['low']}" for m in found if not m["here"]]
+    return here + (homes if not _changed(sentence) else [])
 
 
 def _owned_up(sentence: str, said: str) -> list[str]:
@@ -278,7 +298,7 @@ def in_passing(sentence: str, said: str, facts: Sequence[str]) -> list[str]:
     so far) holds already; `said` is the turn's text before the sentence. A
     name already held is held; anything else must be held in the same words."""
     # what is the user's says "my" or "our": most sentences skip those scans
-    mine = re.search(r"\b(?:my|our)\b", sentence, re.I) is not None
+    mine = re.search(r"\b(?:my|our|here in)\b", sentence, re.I) is not None
     names = [*(_named(sentence) if mine else ()), *_mine_named(sentence, said)]
     owned = _owned_up(sentence, said)
     found = [
