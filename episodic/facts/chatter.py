@@ -18,6 +18,9 @@ _CONVERSATION_ACT = re.compile(
     r"copy|check|look|try|test|reply|answer|explain|show|give|write|ask|tell|"
     r"get back|let (?:you|them) know|think about|see|be right back|brb|do (?:it|that|this))\b"
     r"|^\w+(?: \w+)? (?:it|that|this|them|those|these)(?: \w+)?$"
+    # "I will contact the harbour one", "I will stick to a book then": an option
+    # of this chat's answer taken
+    r"|^.*\b(?:the|that|this|first|second|last) (?:[\w-]+ )?one$|^.*\bthen$"
     # "I'll take conditioner recommendations too": an answer taken from this chat
     r"|^take (?:[\w-]+ )?(?:recommendations|suggestions|advice|ideas|tips|options)\b",
     re.I,

@@ -85,7 +85,8 @@ _CONTRAST = re.compile(
 )
 # what chat puts after it: "i meant square not stripe lol"
 _CHAT_END = re.compile(r"(?:\s+(?:lol|haha|lmao|tbh|rn|btw|oops|sorry)[.!]*)+$", re.I)
-CORRECTION = re.compile(r"^(?:user|team) corrected (?P<y>.+?) to (?P<x>.+)$", re.I)
+# a stored value rewritten: a slip corrected, or a plan's choice changed
+CORRECTION = re.compile(r"^(?:user|team) (?:corrected|changed) (?P<y>.+?) to (?P<x>.+)$", re.I)
 # a version number after the old value goes with it ("Postgres 14")
 _VERSION = r"(?:\s+v?\d[\w.]*)?"
 
@@ -168,6 +169,27 @@ def _corrected(x: str, y: str) -> str | None:
     if _DATE.match(x) and _DATE.match(y) and not _MONTH.match(x):
         return None
     return f"User corrected {y} to {x}"
+
+
+# "were doing ljubljana instead of oaxaca": a choice changed; the stored plan
+# that names oaxaca is rewritten with ljubljana
+_INSTEAD = re.compile(
+    r"\b(?:doing|going to|visiting|picked|picking|chose|choosing|going with|went with|booked|"
+    r"going for|went for|decided on|settled on) (?:the |an? )?(?P<x>[\w-]+(?: [\w-]+)?) "
+    r"instead(?: of)? (?:the |an? )?(?P<y>[\w-]+(?: [\w-]+)?)"
+    rf"{_Y_END}",
+    re.I,
+)
+
+
+def instead(clause: str) -> str | None:
+    """ "User changed Y to X" for a choice said as "X instead of Y", or None."""
+    m = _INSTEAD.search(clause)
+    if m is None or normalize(m["x"]) == normalize(m["y"]):
+        return None
+    if any(_NO_VALUE.match(v) and not _MONTH.match(v) for v in (m["x"], m["y"])):
+        return None
+    return f"User changed {m['y']} to {m['x']}"
 
 
 # "i told u deloitte last time?? i meant kpmg": the slip and the value meant,

@@ -47,6 +47,7 @@ from episodic.facts.correction import (
     CORRECTION,
     apply_correction,
     contrast,
+    instead,
     corrected_fact,
     corrected_value,
     said_instead,
@@ -57,7 +58,7 @@ from episodic.facts.offline_rules import FROM_NOW_ON, INJURED, RELATIONS, RULES,
 from episodic.facts.passing import in_passing
 from episodic.facts.slots import DEVICE_WORD, parse_slot
 from episodic.facts.types import FactTurn
-from episodic.facts.when import RELATIVE_DATE, without_trailing_date
+from episodic.facts.when import MONTHS, RELATIVE_DATE, without_trailing_date
 from episodic.facts.wording import obj
 
 MAX_FACT_CHARS = 200
@@ -192,7 +193,9 @@ _LEAD_IN = re.compile(
     # a sentence adverb before the subject: "weirdly I've ...", "funnily enough, I ..."
     r"[a-z]+ly(?: enough)?(?=,|\s+(?:i|i'm|i've|i'd|we|we've|we're)\b)|(?:last|next|this) "
     r"(?:week|month|year|weekend)|recently|lately|these days|nowadays|today|yesterday|"
-    rf"tomorrow|{RELATIVE_DATE})[,:!]?\s+)+",
+    rf"tomorrow|{RELATIVE_DATE}|since (?:{MONTHS}|last \w+|(?:19|20)\d\d)|"
+    r"every (?:working |week|single )?(?:day|morning|evening|night)|"
+    r"most (?:days|mornings|evenings))[,:!]?\s+)+",
     re.I,
 )
 _QUESTION = re.compile(
@@ -441,7 +444,11 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
                 resolved = _resolve(clause, antecedents)
                 got = extract_facts_of(resolved) if resolved is not None else []
                 slip = _SLIP.search(text)
-                fix = contrast(_clean(clause), signal=slip) if not got or slip else None
+                fix = (
+                    contrast(_clean(clause), signal=slip) or instead(_clean(clause))
+                    if not got or slip
+                    else None
+                )
                 if fix and not any(_says(f, fix) for f in got):
                     # "she lives in Yerevan, not Tbilisi": the value of a stored fact
                     got = [*got, fix]

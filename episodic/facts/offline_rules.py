@@ -62,6 +62,13 @@ _NOT_RETURNED = re.compile(
 )
 
 
+def _route(rest: str) -> str | None:
+    """The object of a habit; "to Lucerne on my e-bike" keeps its "to"."""
+    if rest[:3].casefold() == "to " and (x := obj(rest[3:])):
+        return f"to {x}"
+    return obj(rest)
+
+
 def _verb_phrase(rest: str) -> str:
     head, _, tail = rest.partition(" ")
     return f"{third_person(head)} {tail}".strip()
@@ -422,6 +429,12 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         rf"(?:week|weekend|month|{WEEKDAYS})\b.*)",
         fmt("User is going to {x}"),
     ),
+    # "I am leaving for a conference in Tallinn for five days": a trip with a place
+    (
+        rf"^{_I} (?:leaving|flying|heading|travell?ing) (?:for|to) "
+        r"(?P<x>(?:an? |the |my )?[\w ]{0,30}?\b(?-i:[A-Z])[\w-]+.*)",
+        fmt("User is travelling to {x}"),
+    ),
     # "had to cancel lisbon": a trip called off, named by its place (an article
     # makes it a thing: "had to cancel the deploy")
     (
@@ -683,6 +696,24 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         fmt("User works as {x}"),
     ),
     # tools
+    # "I do all my editing in Sublime Text": the tool the work is done in
+    (
+        r"^(?P<s>i|we) do (?:all|most|almost all|nearly all) (?:of )?(?:my|our) [\w-]+ "
+        r"(?:in|on|with) (?P<x>.+)",
+        lambda m: (
+            [f"{_subject(m['s'])} uses {x}"]
+            if (x := obj(m["x"])) and (tool_name(x) or x[:1].isupper())
+            else []
+        ),
+    ),
+    # "I am writing a small Clojure library for parsing tide tables": a project
+    (
+        rf"^(?P<s>i|we)(?:'m|'re| am| are) {_ADV}(?P<v>writing|building|developing|making|"
+        r"working on) (?P<x>(?:an?|my|our) (?:[\w+#.-]+ ){0,3}(?:library|app|tool|game|website|"
+        r"plugin|bot|cli|package|novel|book|thesis|dissertation|compiler|framework|api|service|"
+        r"extension|startup|podcast|blog)\b.*)",
+        lambda m: [f"{_subject(m['s'])} is {m['v'].lower()} {x}"] if (x := obj(m["x"])) else [],
+    ),
     (
         rf"^{_S} {_ADV}(?:uses?|rely on|relies on|work with|code in|write) (?P<x>.+)",
         lambda m: [f"{_subject(m['s'])} uses {x}"] if (x := obj(m["x"])) else [],
@@ -775,11 +806,16 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     # habits, possessions, relatives, the rest
     (
-        r"^(?P<s>i|we) (?:(?:usually|often|always|still|also|regularly) )*(?P<v>drink|eat|smoke|"
-        r"run|swim|cycle|play|speak|read|drive|cook|meditate|walk|practi[cs]e|study|teach|"
-        r"volunteer|climb|ski|surf|knit|paint|garden|bake) (?P<x>.+)",
+        r"^(?P<s>i|we) (?:(?:usually|often|always|still|also|regularly|now) )*(?P<v>drink|eat|"
+        r"smoke|run|swim|cycle|bike|play|speak|read|drive|cook|meditate|walk|practi[cs]e|study|"
+        r"teach|volunteer|climb|ski|surf|knit|paint|garden|bake|commute) (?P<x>.+)"
+        # a commute: "I take the regional train from Zug to Lucerne"
+        r"|^(?P<s2>i|we) (?:(?:usually|often|always|still|also|regularly|now) )*(?P<v2>take|"
+        r"catch) (?P<x2>the (?:[\w-]+ ){0,2}(?:train|bus|tram|metro|subway|tube|ferry)\b.*)",
         lambda m: (
-            [f"{_subject(m['s'])} {third_person(m['v'].lower())} {x}"] if (x := obj(m["x"])) else []
+            [f"{_subject(m['s'] or m['s2'])} {third_person((m['v'] or m['v2']).lower())} {x}"]
+            if (x := _route(m["x"] or m["x2"]))
+            else []
         ),
     ),
     (r"^(?:i|we) (?:just )?sold (?P<x>.+)", fmt("User sold {x}")),
@@ -806,8 +842,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"pescatarian|flexitarian|allergic to .+|(?:lactose|gluten) intolerant|left-handed|"
         r"colou?r ?blind|diabetic|pre-diabetic|asthmatic|epileptic|coeliac|celiac|autistic|"
         r"dyslexic|deaf|hard of hearing|anaemic|anemic))"
-        rf"(?:,? (?:now|these days|nowadays))?(?=$|,|\s+(?:so|and|but|because|for|since)\b|"
-        rf"\s+{_FOR_YEARS}\b)",
+        rf"(?:,? (?:now|these days|nowadays))?(?=$|,|\s+(?:so|and|but|because|for|since|btw|"
+        rf"by the way|fyi|lol|tbh|too|though|tho|myself)\b|\s+{_FOR_YEARS}\b)",
         fmt("User is {x}"),
     ),
     # "as a pharmacist I get asked ...": the job the clause speaks from

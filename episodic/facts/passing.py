@@ -166,7 +166,7 @@ _GOT_KIND_NAMED = re.compile(
     re.I,
 )
 _JOB_AS = re.compile(
-    r"\bmy (?:(?:day|full-time|part-time|main|real|current|paid) )?"
+    r"\bmy (?:(?:day|full-time|part-time|main|real|current|paid|freelance|new) )?"
     rf"(?:job|career|work|role|position) as (?P<a>an? )?(?P<x>[\w -]*?\b(?:{JOB}))s?\b",
     re.I,
 )

@@ -89,9 +89,29 @@ def names_replaced(new_text: str, old_text: str) -> bool:
     return bool(wanted) and wanted <= _stems(old_text)
 
 
+# "switched to regular whole milk" replaces "uses oat milk": a thing of the
+# same kind (the same last word) used, drunk or eaten before
+_SWITCHED_TO = re.compile(r"^(?:user|team) switched to (?P<x>.+)$", re.I)
+_USED = re.compile(
+    r"^(?:user|team) (?:uses|drinks|eats|takes|drives|rides|plays|reads|prefers) (?P<y>.+)$",
+    re.I,
+)
+
+
+def _same_kind(new_text: str, old_text: str) -> bool:
+    new, old = _SWITCHED_TO.match(new_text), _USED.match(old_text)
+    if new is None or old is None:
+        return False
+    xs, ys = words(new["x"]), words(old["y"])
+    return bool(xs and ys) and stem(xs[-1]) == stem(ys[-1]) and _stems(new["x"]) != _stems(old["y"])
+
+
 def changes_preference(new_text: str, old_text: str) -> bool:
     """True when `new_text` is a preference marked as changed ("now prefers X")
-    and `old_text` a positive preference of the same subject for something else."""
+    and `old_text` a positive preference of the same subject for something else,
+    or a switch to a thing of the kind `old_text` uses ("whole milk", "oat milk")."""
+    if _same_kind(new_text, old_text):
+        return True
     if not _CHANGED_PREFERENCE.match(new_text) or not _PREFERENCE.match(old_text):
         return False
     new, old = parse_slot(new_text), parse_slot(old_text)
@@ -106,5 +126,8 @@ def replaced_candidate(new_text: str, candidates: Sequence[str]) -> int | None:
         if names_replaced(new_text, text):
             return i
     changed = [i for i, text in enumerate(candidates) if changes_preference(new_text, text)]
+    kinds = [i for i in changed if _same_kind(new_text, candidates[i])]
+    if len(kinds) == 1:
+        return kinds[0]
     preferences = [i for i, text in enumerate(candidates) if _PREFERENCE.match(text)]
     return changed[0] if len(changed) == 1 and len(preferences) == 1 else None
