@@ -111,6 +111,9 @@ class _Episode:
                 return self.aim(d, None, "ADD", "target already deleted in this episode")
             return self.aim(d, h, "NOOP", "target already deleted in this episode")
         if d.event == "UPDATE":
+            if _same_value(d.new_text or d.new_fact.text, self._texts[now]):
+                # a correction rewrote the fact, then the clause restated it
+                return self.aim(d, now, "NOOP", "says what this episode already set")
             return self.aim(d, now, "UPDATE", "target already updated in this episode")
         if is_negation_of(d.new_fact.text, self._texts[now]):
             return self.aim(d, now, "DELETE", "target already updated in this episode")
@@ -145,6 +148,11 @@ class _Episode:
                     return self.aim(d, row, "NOOP", "same as a fact of the same episode")
                 return self.aim(d, row, "UPDATE", "changes a fact of the same episode")
         return d
+
+
+def _same_value(a: str, b: str) -> bool:
+    sa, sb = parse_slot(a), parse_slot(b)
+    return sa is not None and sb is not None and sa == sb
 
 
 def within_episode(decisions: list[Decision]) -> list[Decision]:

@@ -199,7 +199,7 @@ _SAID_MEANT = re.compile(
     r"(?!(?:that|this|it|no|yes|so|the|an?|something|anything|you|u|me)\b)(?P<y>[\w.+#-]{3,})\b"
     r"[^.!?]*[.!?]*\s*(?:(?:sorry|oops|lol|haha|wait|no)[,!.]?\s+)*"
     # "i said juniper last time, juniper is my neighbors dog, mine is figaro"
-    r"(?:i meant|mine(?:'s| is)|(?:it's|its|it is) actually) (?P<x>[\w.+#-]{2,})",
+    r"(?:i meant|meant|mine(?:'s| is)|(?:it's|its|it is) actually) (?P<x>[\w.+#-]{2,})",
     re.I,
 )
 

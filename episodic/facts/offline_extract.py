@@ -94,7 +94,7 @@ _NO_SUBJECT_VERB = (
     # a home's keys got, a trip booked or called off, an injury, a class begun
     r"|got (?:the )?keys (?:to|for)\b"
     r"|booked (?:(?:the|our|my|a|some|cheap|two|2) )?(?:flights?|tickets?|trip|holiday|hotel)\b"
-    r"|had to cancel\b"
+    r"|had to (?:cancel|drop|quit|give up|sell|stop)\b"
     r"|cancell?ed (?:the|our) (?:[\w-]+ )?(?:membership|subscription|contract|lease)\b"
     # a sport given up, and nothing after it but when or why ("stopped playing
     # tennis, my knee ..."; not "stopped running the tests")
@@ -147,7 +147,8 @@ def _spelled_out(line: str) -> str:
 
 
 _CLAUSES = re.compile(
-    r",?\s+(?=(?:and|but|so|plus) (?:(?:now|then|since then|these days|nowadays) )?"
+    r",?\s+(?=(?:and|but|so|plus) (?:(?:now|then|since then|these days|nowadays) |"
+    r"(?:after|since|following) [^,]{1,40}? )?"
     r"(?:i|i'm|i've|i'd|we|we're|my|our)\b)"
     r"|,\s+(?=(?:(?:these days|nowadays|now|today|but now|since then),? )?"
     r"(?:i|i'm|i've|we|we're|my|our)\s)"
@@ -195,6 +196,7 @@ _LEAD_IN = re.compile(
     r"(?:week|month|year|weekend)|recently|lately|these days|nowadays|today|yesterday|"
     rf"tomorrow|{RELATIVE_DATE}|since (?:{MONTHS}|last \w+|(?:19|20)\d\d)|"
     r"every (?:working |week|single )?(?:day|morning|evening|night)|"
+    r"after (?:\w+ ){1,2}(?:years?|months?|weeks?) of (?:being )?[\w-]+|"
     r"most (?:days|mornings|evenings))[,:!]?\s+)+",
     re.I,
 )
@@ -225,7 +227,7 @@ _CO_SUBJECT = re.compile(
 # the user owning up to a slip: a lowercase "X, not Y" is then a correction too
 _SLIP = re.compile(
     r"\b(?:sorry|oops|my bad|my mistake|i meant|mixed (?:that|it|them) up|misspoke|typo|"
-    r"wrong(?:ly)?|actually|correct(?:ion)?|scratch that)\b",
+    r"wrong(?:ly)?|actually|correct(?:ion)?|scratch that|(?:got )?mixed up|got confused)\b",
     re.I,
 )
 # an "it" that stands for nothing named: "it's all genmaicha for me now"
@@ -449,9 +451,10 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
                     if not got or slip
                     else None
                 )
-                if fix and not any(_says(f, fix) for f in got):
-                    # "she lives in Yerevan, not Tbilisi": the value of a stored fact
-                    got = [*got, fix]
+                if fix:
+                    # "she lives in Yerevan, not Tbilisi": the value of a stored fact,
+                    # rewritten before a restatement of it in the clause is merged
+                    got = [fix, *got]
                 facts.extend((f, None) for f in got)
                 if resolved is None:
                     continue
@@ -463,14 +466,6 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
             facts.extend((f, None) for f in in_passing(sentence, said, stated))
             said = f"{said} {sentence}"
     return facts
-
-
-def _says(fact: str, correction: str) -> bool:
-    """Does `fact` state the value `correction` brings ("User works as actuarial
-    analyst" beside "User corrected data analyst to actuarial analyst")? Then
-    the fact replaces the old one by its slot, and the correction is dropped."""
-    m = CORRECTION.match(correction)
-    return m is not None and m["x"].casefold() in fact.casefold()
 
 
 # an aside in brackets: "(I work at a bookshop in Salamanca Place, so ...)"

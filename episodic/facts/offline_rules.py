@@ -62,6 +62,12 @@ _NOT_RETURNED = re.compile(
 )
 
 
+_PAST = {
+    "drop": "dropped", "quit": "quit", "cancel": "cancelled", "give up": "gave up",
+    "sell": "sold", "stop": "stopped", "leave": "left",
+}  # fmt: skip
+
+
 def _route(rest: str) -> str | None:
     """The object of a habit; "to Lucerne on my e-bike" keeps its "to"."""
     if rest[:3].casefold() == "to " and (x := obj(rest[3:])):
@@ -321,6 +327,22 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     (rf"^{_I} (?:not|no longer) (?:a (?:big )?fan of|into) (?P<x>.+)", _dislike),
     (rf"^{_I} no longer (?P<x>.+)", fmt("User is no longer {x}")),
+    # "im NOT allergic to penicillin after all", "I'm not actually employed by X"
+    (
+        rf"^{_I} not (?:actually |really |even )?(?P<x>allergic to .+?|(?:lactose|gluten) "
+        r"intolerant|vegan|vegetarian|pescatarian|diabetic)(?:,? after all)?$",
+        fmt("User is not {x}"),
+    ),
+    (
+        rf"^{_I} not (?:actually |really )?(?:employed by|working (?:for|at)|an employee of|"
+        r"on (?:the )?staff at) (?P<x>.+)",
+        fmt("User does not work at {x}"),
+    ),
+    # "pescatarian here, need ...", "nurse here": who is writing
+    (
+        r"^(?P<x>(?:vegan|vegetarian|pescatarian|coeliac|celiac|diabetic))(?: here)(?=$|,|\s)",
+        fmt("User is {x}"),
+    ),
     (
         rf"^(?:{_I} )?no longer (?:at|with|working (?:at|for)) (?P<x>.+)",
         fmt("User no longer works at {x}"),
@@ -434,6 +456,16 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         rf"^{_I} (?:leaving|flying|heading|travell?ing) (?:for|to) "
         r"(?P<x>(?:an? |the |my )?[\w ]{0,30}?\b(?-i:[A-Z])[\w-]+.*)",
         fmt("User is travelling to {x}"),
+    ),
+    # "had to drop the pottery class": a thing given up, not by choice
+    (
+        r"^(?:(?P<s>i|we) )?had to (?P<v>drop|quit|cancel|give up|sell|stop|leave) "
+        r"(?P<x>(?:the|my|our) (?:[\w-]+ ){0,3}?(?:class(?:es)?|course|lessons|membership|"
+        r"subscription|trip|holiday|vacation|wedding|lease|contract|car|bike|flat|apartment|"
+        r"house|job|gym|team|club|choir|band|league|therapy)\b.*)",
+        lambda m: (
+            [f"{_subject(m['s'] or 'i')} {_PAST[m['v'].lower()]} {x}"] if (x := obj(m["x"])) else []
+        ),
     ),
     # "had to cancel lisbon": a trip called off, named by its place (an article
     # makes it a thing: "had to cancel the deploy")
@@ -826,7 +858,10 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     # "I have been vegetarian" is a state, not a possession
     (
-        r"^(?:i|we)(?:'ve| have)? (?:just )?(?:have|own|got|bought) (?!been\b)(?P<x>.+)",
+        # not a state got into: "I got mixed up", "got confused", "got it wrong"
+        r"^(?:i|we)(?:'ve| have)? (?:just )?(?:have|own|got|bought) (?!been\b)"
+        r"(?!(?:mixed|confused|lost|it|that|this|them|wrong|carried|distracted|stuck|sick|"
+        r"tired|bored|used)\b)(?P<x>.+)",
         fmt("User has {x}"),
     ),
     (

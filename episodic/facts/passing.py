@@ -238,8 +238,16 @@ def _changed(sentence: str) -> bool:
     return bool(_CHANGE.search(sentence) or _GOT_RID.search(sentence))
 
 
+# "just my e-bike and the bus": a vehicle of one's own
+_MY_VEHICLE = re.compile(
+    r"\b[Mm]y (?:new |old |trusty |own )?(?P<x>e-?bike|bike|bicycle|car|motorbike|motorcycle|"
+    r"scooter|campervan|van)\b(?! (?:insurance|loan|payments?|seat|keys|park|rack|lock|shop|"
+    r"mechanic|ride|trip|journey)\b)"
+)
+
+
 def _devices(sentence: str) -> list[str]:
-    things = [m["x"] for m in _MY_DEVICE.finditer(sentence)]
+    things = [m["x"] for m in (*_MY_DEVICE.finditer(sentence), *_MY_VEHICLE.finditer(sentence))]
     if re.search(r"\b(?:19|20)\d\d\b", sentence):
         things += [
             m["x"]

@@ -91,9 +91,12 @@ def names_replaced(new_text: str, old_text: str) -> bool:
 
 # "switched to regular whole milk" replaces "uses oat milk": a thing of the
 # same kind (the same last word) used, drunk or eaten before
-_SWITCHED_TO = re.compile(r"^(?:user|team) switched to (?P<x>.+)$", re.I)
+_SWITCHED_TO = re.compile(
+    r"^(?:user|team) (?:switched to|(?:now|these days|nowadays) prefers) (?P<x>.+)$", re.I
+)
 _USED = re.compile(
-    r"^(?:user|team) (?:uses|drinks|eats|takes|drives|rides|plays|reads|prefers) (?P<y>.+)$",
+    r"^(?:user|team) (?:uses|drinks|eats|takes|drives|rides|plays|reads|prefers|books|orders|"
+    r"buys|wears) (?P<y>.+)$",
     re.I,
 )
 

@@ -96,7 +96,9 @@ _TOOLS: dict[str, str] = {
 DEVICES = {
     "phone": r"iphone|pixel|galaxy s\d*|samsung galaxy|oneplus|android phone|fairphone",
     "laptop": r"macbook|thinkpad|chromebook|surface laptop|xps",
-    "tablet": r"ipad|kindle|surface pro|galaxy tab",
+    "tablet": r"ipad|surface pro|galaxy tab",
+    "e-reader": r"kindle|kobo|remarkable|boox|pocketbook",
+    "watch": r"apple watch|garmin|fitbit|coros|galaxy watch|amazfit|polar vantage",
 }
 DEVICE_WORD = "|".join(DEVICES.values())
 _DEVICE_SLOT = re.compile(
@@ -156,6 +158,12 @@ _PET = re.compile(
 )
 # one diet at a time: "is pescatarian" replaces "is vegetarian"
 _DIET = re.compile(r"^is (?:now )?(?P<v>vegan|vegetarian|pescatarian|flexitarian|omnivore)\b")
+# eating again what a diet leaves out ends the diet: meat makes an omnivore,
+# fish a pescatarian ("started eating chicken again" ends "is pescatarian")
+_EATS = re.compile(
+    r"^eats (?:(?P<meat>chicken|meat|red meat|beef|pork|lamb|turkey|steak|bacon)|"
+    r"(?P<fish>fish|seafood|salmon))\b(?! (?:stock|sauce|oil|substitute|alternative)s?\b)"
+)
 _PET_POSSESSIVE = re.compile(r"^(?P<s>\w+)(?:'s name is| is named| is called) (?P<n>\w+)")
 _NAME = (
     re.compile(r"^name is (?P<v>.+)$"),
@@ -262,6 +270,9 @@ def parse_slot(text: str) -> SlotValue | None:
     m = _DIET.match(rest)
     if m:
         return sv("diet", m["v"])
+    m = _EATS.match(rest)
+    if m:
+        return sv("diet", "omnivore" if m["meat"] else "pescatarian")
     if possessive:
         m = _POSSESSIVE.match(rest)
         if m:

@@ -71,7 +71,11 @@ def test_a_changed_preference_updates_the_only_preference() -> None:
     one = ["User prefers window seats", "User lives in Oslo"]
     assert replaced_candidate("User now prefers aisle seats", one) == 0
     two = [*one, "User prefers green tea"]
-    assert replaced_candidate("User now prefers aisle seats", two) is None  # which? a guess
+    # the same kind of thing ("seats") tells which preference changed
+    assert replaced_candidate("User now prefers aisle seats", two) == 0
+    assert replaced_candidate("User now prefers aisle seats", ["User books window seats"]) == 0
+    other = ["User prefers the front row", "User lives in Oslo", "User prefers green tea"]
+    assert replaced_candidate("User now prefers aisle seats", other) is None  # which? a guess
     assert replaced_candidate("User prefers aisle seats", one) is None  # no change said
 
 
