@@ -37,11 +37,13 @@ FIELDS = {"name", "topic", "episodes", "active", "superseded", "absent", "writte
 # rounds, then tuned on; "held-out-12", blind, was measured once on the rules
 # of that morning and once after the held-out-11 round, never tuned on;
 # "held-out-13" and "-14", blind, were measured once as written, then tuned
-# on; "held-out-15", blind, was measured as written and once after that round
+# on; "held-out-15", blind, was measured as written and once after that round,
+# then tuned on; "held-out-16", blind, was measured on the rules before and
+# after those rounds, never tuned on
 WRITTEN = (
     "before", "after", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5",
     "held-out-6", "held-out-7", "held-out-8", "held-out-9", "held-out-10", "held-out-11",
-    "held-out-12", "held-out-13", "held-out-14", "held-out-15",
+    "held-out-12", "held-out-13", "held-out-14", "held-out-15", "held-out-16",
 )  # fmt: skip
 
 
