@@ -234,8 +234,7 @@ def _parallel(a: str, b: str) -> tuple[str, str] | None:
         pre += 1
     post = 0
     while (
-        post < min(len(xs), len(ys)) - pre
-        and xs[-1 - post].casefold() == ys[-1 - post].casefold()
+        post < min(len(xs), len(ys)) - pre and xs[-1 - post].casefold() == ys[-1 - post].casefold()
     ):
         post += 1
     old, new = xs[pre : len(xs) - post], ys[pre : len(ys) - post]

@@ -47,9 +47,9 @@ from episodic.facts.correction import (
     CORRECTION,
     apply_correction,
     contrast,
-    instead,
     corrected_fact,
     corrected_value,
+    instead,
     said_instead,
 )
 from episodic.facts.endings import PART_TOGETHER
@@ -309,7 +309,9 @@ _WITH_ME = re.compile(
     r" and (?:i|me)"
     rf"|(?-i:[A-Z])[\w-]+ and (?:i|me)) (?!(?:have |had |just |finally |recently )*"
     rf"(?:{PART_TOGETHER})\b)(?!.*\b(?:together|each other|dating|a couple|married|engaged|"
-    r"met|hit \d+|anniversary)\b)(?:(?P<be>are|were|have|'ve)\b)?(?P<rest>.+)$",
+    r"met|hit \d+|anniversary)\b)(?:(?P<be>are|were|have|'ve)\b)?"
+    # "me and my flatmate in leith keep ...": a place after the pair is no verb
+    r"(?!\s*(?:in|at|from|of|on|with|for|to|near)\b)(?P<rest>.+)$",
     re.I,
 )
 _BE_OF_I = {"are": "I'm", "were": "I was", "have": "I have", "'ve": "I have"}

@@ -860,7 +860,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (
         # not a state got into: "I got mixed up", "got confused", "got it wrong"
         r"^(?:i|we)(?:'ve| have)? (?:just )?(?:have|own|got|bought) (?!been\b)"
-        r"(?!(?:mixed|confused|lost|it|that|this|them|wrong|carried|distracted|stuck|sick|"
+        r"(?!(?:not|mixed|confused|lost|it|that|this|them|wrong|carried|distracted|stuck|"
+        r"sick|"
         r"tired|bored|used)\b)(?P<x>.+)",
         fmt("User has {x}"),
     ),
