@@ -429,6 +429,7 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
         facts.append((meant, None))
     antecedents: list[str] = []
     said = ""
+    slip = _SLIP.search(text)
     for line in _asides_apart(text).splitlines():
         # one space between words: a run of whitespace (a paste's indentation)
         # made some rules backtrack for seconds
@@ -447,12 +448,7 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
                     continue
                 resolved = _resolve(clause, antecedents)
                 got = extract_facts_of(resolved) if resolved is not None else []
-                slip = _SLIP.search(text)
-                fix = (
-                    contrast(_clean(clause), signal=slip) or instead(_clean(clause))
-                    if not got or slip
-                    else None
-                )
+                fix = _contrasted(clause, slip) if not got or slip else None
                 if fix:
                     # "she lives in Yerevan, not Tbilisi": the value of a stored fact,
                     # rewritten before a restatement of it in the clause is merged
@@ -468,6 +464,15 @@ def _turn_facts(text: str, earlier: Sequence[str] = ()) -> list[tuple[str, str |
             facts.extend((f, None) for f in in_passing(sentence, said, stated))
             said = f"{said} {sentence}"
     return facts
+
+
+def _contrasted(clause: str, slip: object) -> str | None:
+    """The correction or change of choice a clause says, or None; "not" and
+    "instead" are rare, so most clauses are not scanned at all."""
+    low = clause.casefold()
+    if " not " in low:
+        return contrast(_clean(clause), signal=slip)
+    return instead(_clean(clause)) if "instead" in low else None
 
 
 # an aside in brackets: "(I work at a bookshop in Salamanca Place, so ...)"
