@@ -95,6 +95,7 @@ _NO_SUBJECT_VERB = (
     r"|got (?:the )?keys (?:to|for)\b"
     r"|booked (?:(?:the|our|my|a|some|cheap|two|2) )?(?:flights?|tickets?|trip|holiday|hotel)\b"
     r"|had to (?:cancel|drop|quit|give up|sell|stop)\b"
+    r"|(?:got|was) (?:laid off|fired|let go|made redundant) (?:from|by|at)\b"
     r"|cancell?ed (?:the|our) (?:[\w-]+ )?(?:membership|subscription|contract|lease)\b"
     # a sport given up, and nothing after it but when or why ("stopped playing
     # tennis, my knee ..."; not "stopped running the tests")

@@ -19,6 +19,8 @@ _COUNT = r"a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple 
 RELATIVE_DATE = (
     r"(?:(?:on|by|since|until|from|as of) )?(?:"
     rf"(?:(?:this|last|next|past|coming) )?(?:{WEEKDAYS})"
+    # "on tues", "last fri": the short forms chat uses, only after a preposition
+    r"|(?:on|last|this|next) (?:mon|tues?|wed|weds|thur?s?|fri|sat|sun)\b"
     rf"|(?:this|last|next|past|coming) (?:{_UNITS})"
     rf"|(?:{_COUNT}) (?:days?|weeks?|months?|years?) ago"
     r"|(?:earlier |later )?(?:yesterday|today|tonight|tomorrow)(?: (?:morning|afternoon|evening|"

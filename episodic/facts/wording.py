@@ -44,10 +44,12 @@ TAIL = re.compile(
     r"|,?\s+so (?:please|pls|plz|don't|do not|can you|could you|you)\b.*$"
     r"|\s+on top of\b.*$"
     # "... to aimovig, the brain fog was too much": a new subject after a comma
-    r"|,\s+(?-i:(?:the|it|it's|this|that|these|those|a|an)) (?:[\w'-]+ ){1,3}"
+    r"|,\s+(?-i:(?:the|it|it's|this|that|these|those|a|an|his|her|their|its)) (?:[\w'-]+ ){1,3}"
     r"(?:is|are|was|were|has|had)\b.*$"
     # "... at stripe and trying to get better at ...": what they are doing besides
     r"|\s+and (?:also )?(?-i:[a-z]+ing)\s.*$"
+    # "..., they cut the whole qa team": a new clause about someone else
+    r"|,\s+(?-i:(?:they|he|she|you))\s+\w.*$"
     # a purpose: "moved to el paso to be closer to my mom"
     r"|\s+(?:in order )?to be (?:closer|near|nearer|with)\b.*$|\s+in order to\b.*$"
     r"|\s+(?:because|since|so that|if|unless)\b.*$"

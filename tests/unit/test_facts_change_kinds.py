@@ -94,6 +94,15 @@ from tests.unit.test_facts_support import turn
         ),
         ("I'm leaving for work", []),
         ("just my e-bike and the bus", ["User has an e-bike"]),
+        # a new clause about someone else after a comma is cut; chat's short weekdays
+        (
+            "welp. got laid off from brightwave on tues, they cut the whole qa team",
+            ["User no longer works at brightwave on tues"],
+        ),
+        (
+            "my dad is 63 and still working as an electrician, his knees are shot",
+            ["User's dad is 63 and still working as an electrician"],
+        ),
         # chat about this chat
         ("I got mixed up last time", []),
         ("I have not been, actually", []),
