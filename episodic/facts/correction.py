@@ -109,6 +109,7 @@ _NO_VALUE = re.compile(
     r"for|with|sure|quite|necessarily|yet|now|anymore|any|every)\b",
     re.I,
 )
+_PLACE_WORD = re.compile(r"^(?:at|in|for|with|from|of|on|near|by)$", re.I)
 _NOUN_BEFORE = re.compile(r"^(?:to|in|at|of|for|from|with|a|an|the|my|our|is|are)$", re.I)
 # an aside in brackets says why, never what: "(peanuts are fine for me)"
 _ASIDE = re.compile(r"\s*\([^)]*\)?")
@@ -134,8 +135,16 @@ def contrast(clause: str, *, signal: object = None) -> str | None:
     x, y = m["x"].strip(), m["y"].strip()
     if any(_NO_VALUE.match(v) and not _MONTH.match(v) for v in (x, y)):
         return None
+    before = s[: m.start("x")].split()
+    if not m["low"] and y[:1].islower() and before and _PLACE_WORD.match(before[-1]):
+        # "the pastry chef at Ostra Verde, not the sous chef": the name is where;
+        # what is contrasted stands before it, ending as the old value ends
+        lead = before[:-1][-len(y.split()) :]
+        if not lead or lead[-1].casefold() != y.split()[-1].casefold():
+            return None
+        return _corrected(" ".join(lead), y)
     if m["low"]:
-        x = _widened(s[: m.start("x")].split(), x, y)
+        x = _widened(before, x, y)
         if x is None:
             return None
     return _corrected(x, y)

@@ -99,7 +99,9 @@ def test_cases_written_before_their_rules_are_reported_apart() -> None:
 # .54, .43 / .50), then tuned on (.92 / .82, .93 / .64); held-out-15, blind,
 # as written .47 / .50 and .47 / .49 after that round, then tuned on (.74 /
 # .63); held-out-16, blind, .51 / .50 on the morning's rules and .59 / .55
-# after those rounds, never tuned on (held-out-7 .49 / .74).
+# after those rounds, never tuned on (held-out-7 .49 / .74); held-out-17,
+# blind, .55 / .50 on the morning's rules and .575 / .55 after them, with one
+# wrong supersession found and fixed.
 FLOORS = {
     "before": (0.95, 0.95),
     "held-out-2": (0.90, 0.90),
@@ -117,4 +119,5 @@ FLOORS = {
     "held-out-14": (0.90, 0.60),
     "held-out-15": (0.70, 0.58),
     "held-out-16": (0.55, 0.50),
+    "held-out-17": (0.55, 0.50),
 }

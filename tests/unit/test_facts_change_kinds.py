@@ -49,6 +49,12 @@ from tests.unit.test_facts_support import turn
             ["User corrected juniper to figaro"],
         ),
         ("were doing ljubljana instead of oaxaca", ["User changed oaxaca to ljubljana"]),
+        # a name after "at" is where; the job before it is what is contrasted
+        (
+            "sorry, I'm the pastry chef at Ostra Verde, not the sous chef",
+            ["User corrected sous chef to pastry chef", "User works as the pastry chef"],
+        ),
+        ("he works at Siemens, not Bosch", ["User corrected Bosch to Siemens"]),
         # names and homes in passing
         ("my dog juniper ate half a sock", ["User has a dog named Juniper"]),
         ("for my bf teodor, hes into vinyl", ["User's boyfriend is Teodor"]),
