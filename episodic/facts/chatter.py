@@ -18,6 +18,11 @@ _CONVERSATION_ACT = re.compile(
     r"copy|check|look|try|test|reply|answer|explain|show|give|write|ask|tell|"
     r"get back|let (?:you|them) know|think about|see|be right back|brb|do (?:it|that|this))\b"
     r"|^\w+(?: \w+)? (?:it|that|this|them|those|these)(?: \w+)?$"
+    # a thing of this chat ("definitely add it to their list", "have to look into
+    # that"), or the assistant itself ("keep your advice in mind", "talk to you")
+    r"|^(?:[\w']+ ){0,4}(?:it|that|this|them|those|these)\b|.*\b(?:you|your|yours)\b"
+    r"|^(?:(?:definitely|certainly|surely|probably|also|just) )*(?:have (?:a blast|fun|"
+    r"a (?:great|good|nice|lovely) time)|stay (?:home|in)|keep .+ in mind)\b"
     # "I will contact the harbour one", "I will stick to a book then": an option
     # of this chat's answer taken
     r"|^.*\b(?:the|that|this|first|second|last) (?:[\w-]+ )?one$|^.*\bthen$"

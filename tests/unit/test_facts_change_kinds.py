@@ -109,8 +109,14 @@ from tests.unit.test_facts_support import turn
             "my dad is 63 and still working as an electrician, his knees are shot",
             ["User's dad is 63 and still working as an electrician"],
         ),
-        # chat about this chat
+        # chat about this chat: what the user will do with the answer, or to the assistant
         ("I got mixed up last time", []),
+        ("I'll definitely add it to my list. Thanks!", []),
+        ("I'll definitely keep your advice in mind when I make macarons", []),
+        ("I'll talk to you tomorrow", []),
+        ("I'll definitely have a blast", []),
+        ("I will have to look into that, it could be fun", []),
+        ("I'll be moving to Lyon in March", ["User will be moving to Lyon in March"]),
         ("I have not been, actually", []),
         ("I will contact the harbour one", []),
     ],
