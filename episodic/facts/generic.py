@@ -79,11 +79,12 @@ _IRREGULAR_PAST = frozenset(
     "came became heard knew thought felt".split()
 )
 # adverbs between the subject and its verb: "I primarily ski", "I'm honestly ..."
-_ADVERBS = (
-    r"(?:(?:[a-z]{2,}(?:ally|ively|ously|fully|ently|antly|ately|ily|ibly|ably|ually|edly|"
+_ADVERB = (
+    r"(?:[a-z]{2,}(?:ally|ively|ously|fully|ently|antly|ately|ily|ibly|ably|ually|edly|"
     r"ingly|arly|erly|ely)|just|also|already|now|only|still|always|never|often|sometimes|"
-    r"mostly|mainly|hardly|highly|fully|kinda|honestly|really) )*"
+    r"mostly|mainly|hardly|highly|fully|kinda|honestly|really)"
 )
+_ADVERBS = rf"(?:{_ADVERB} )*"
 _SELDOM = re.compile(r"\b(?:rarely|seldom|hardly|barely|scarcely|never)\b", re.I)
 # a verb of its own after an -ing word: the -ing word is a subject, not "I'm ..."
 _FINITE = re.compile(
@@ -126,6 +127,8 @@ def first_person_fact(clause: str) -> str | None:
     m = _I.match(clause)
     if m is None:
         return None
+    if re.fullmatch(_ADVERB, m["v"].casefold()):
+        return None  # "I generally don't ...": an adverb where the verb would be
     if _SELDOM.search(m.group(0)[: m.start("v")]):
         return None  # "I rarely leave the house": the adverb turns the verb around
     s, v, rest = m["s"].casefold(), m["v"].casefold(), m["rest"].strip()

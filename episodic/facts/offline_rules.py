@@ -720,7 +720,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     # a promotion is the new job: it takes the occupation's place
     (
         rf"^i {_ADV}(?:got|was|'ve been|have been) (?:promoted (?:to )?|made (?=an? |the ))"
-        r"(?P<x>.+)",
+        # "I got promoted at work!" names no job
+        r"(?!(?:at|in|again|today|yesterday|last|this|finally)\b)(?P<x>.+)",
         fmt("User works as {x}"),
     ),
     (
@@ -860,6 +861,9 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     (
         # not a state got into: "I got mixed up", "got confused", "got it wrong"
         r"^(?:i|we)(?:'ve| have)? (?:just )?(?:have|own|got|bought) (?!been\b)"
+        # nor a past participle: "I have learned alot", "I've really enjoyed"
+        r"(?!(?:\w+ly )?(?:\w{3,}ed|been|done|seen|gone|made|taken|given|known|found|become|"
+        r"heard|met|read|said|told|won|written|kept|begun|grown|come|spent|felt|thought)\b)"
         r"(?!(?:not|mixed|confused|lost|it|that|this|them|wrong|carried|distracted|stuck|"
         r"sick|"
         r"tired|bored|used)\b)(?P<x>.+)",

@@ -117,6 +117,13 @@ from tests.unit.test_facts_support import turn
         ("I'll definitely have a blast", []),
         ("I will have to look into that, it could be fun", []),
         ("I'll be moving to Lyon in March", ["User will be moving to Lyon in March"]),
+        # a participle after "have" / "got" is no possession; an adverb is no verb
+        ("i have learned alot", []),
+        ("I just got robbed and I need help", []),
+        ("I have red hair", ["User has red hair"]),
+        ("I generally don't get crazy competitive over them", []),
+        ("I got promoted at work!", []),
+        ("I got promoted to team lead", ["User works as team lead"]),
         ("I have not been, actually", []),
         ("I will contact the harbour one", []),
     ],
