@@ -22,7 +22,8 @@ _CONVERSATION_ACT = re.compile(
     # that"), or the assistant itself ("keep your advice in mind", "talk to you")
     r"|^(?:[\w']+ ){0,4}(?:it|that|this|them|those|these)\b|.*\b(?:you|your|yours)\b"
     r"|^(?:(?:definitely|certainly|surely|probably|also|just) )*(?:have (?:a blast|fun|"
-    r"a (?:great|good|nice|lovely) time)|stay (?:home|in)|keep .+ in mind)\b"
+    r"a (?:great|good|nice|lovely) time)|stay (?:home|in)|keep .+ in mind|admit|"
+    r"do (?:my|their|our) best|keep (?:doing|trying|going|pushing|spreading)|come over)\b"
     # "I will contact the harbour one", "I will stick to a book then": an option
     # of this chat's answer taken
     r"|^.*\b(?:the|that|this|first|second|last) (?:[\w-]+ )?one$|^.*\bthen$"

@@ -30,7 +30,7 @@ import re
 
 from episodic.facts.chatter import is_passing_state
 from episodic.facts.when import MONTHS, WEEKDAYS
-from episodic.facts.wording import obj, third_person
+from episodic.facts.wording import is_past, obj, third_person
 
 MAX_WORDS = 12  # a longer clause is a story, not a fact
 
@@ -72,12 +72,6 @@ _NOT_A_VERB = frozenset(
     "knackered stoked pumped gutted relieved annoyed exhausted thrilled amazed shocked "
     "surprised embarrassed overwhelmed".split()
 )
-_IRREGULAR_PAST = frozenset(
-    "bought took had began found left sold sent spent built brought caught taught lost met "
-    "paid ran sat won wrote drove ate drank flew gave grew led lent rode sang slept spoke "
-    "stood swam threw woke broke chose fell held hurt put set shut tore wore saw did said "
-    "came became heard knew thought felt".split()
-)
 # adverbs between the subject and its verb: "I primarily ski", "I'm honestly ..."
 _ADVERB = (
     r"(?:[a-z]{2,}(?:ally|ively|ously|fully|ently|antly|ately|ily|ibly|ably|ually|edly|"
@@ -98,12 +92,6 @@ _I = re.compile(
     rf"^(?P<s>i'm|i am|i've|i have|i)\s+{_ADVERBS}(?P<v>[a-z]{{2,}})(?P<rest>(?:\s.*)?)$",
     re.I,
 )
-
-
-def _past(v: str) -> bool:
-    """A verb in the past: -ed, or an irregular past, prefixed or not ("misspoke")."""
-    bare = re.sub(r"^(?:mis|re|over|under|out|with|fore|up)(?=[a-z]{3})", "", v)
-    return (v.endswith("ed") and len(v) > 4) or v in _IRREGULAR_PAST or bare in _IRREGULAR_PAST
 
 
 def dropped_subject(clause: str) -> str | None:
@@ -151,7 +139,7 @@ def first_person_fact(clause: str) -> str | None:
     if s in ("i'm", "i am"):
         # "I'm the maid of honor"; "I'm eating sushi" is the moment's, not the user's
         return f"User is the {x}" if v == "the" else None
-    if s in ("i've", "i have") or _past(v):
+    if s in ("i've", "i have") or is_past(v):
         return None  # an event: "I dropped by the bakery" is the day's, not the user's
     # "i lives in america" (a typo) already has its -s
     verb = v if v.endswith("s") and not v.endswith(("ss", "us")) else third_person(v)

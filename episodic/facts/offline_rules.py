@@ -20,7 +20,7 @@ from episodic.facts.indirect import DWELLING, INDIRECT
 from episodic.facts.jobs import JOB
 from episodic.facts.slots import DEVICE_WORD, tool_name
 from episodic.facts.when import MONTHS, SEASONS, WEEKDAYS
-from episodic.facts.wording import TAIL, Build, fmt, obj, shift, third_person
+from episodic.facts.wording import TAIL, Build, fmt, is_past, obj, shift, third_person
 
 Rule = tuple[re.Pattern[str], Build]
 
@@ -77,7 +77,9 @@ def _route(rest: str) -> str | None:
 
 def _verb_phrase(rest: str) -> str:
     head, _, tail = rest.partition(" ")
-    return f"{third_person(head)} {tail}".strip()
+    # a past form keeps its form: "I never got to episode 2", "I forgave him"
+    verb = head if is_past(head.casefold()) else third_person(head)
+    return f"{verb} {tail}".strip()
 
 
 def _subject(word: str) -> str:
@@ -650,7 +652,9 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     (
         rf"^{_IV} {_ADV}(?:joined|started (?:a new job |working )?at|got a (?:new )?job at|"
-        r"started a new (?:job|role|position) at|been hired by|accepted an offer from) (?P<x>.+)",
+        r"started a new (?:job|role|position) at|been hired by|accepted an offer from) "
+        # "so I joined in": a particle, no employer
+        r"(?!(?:in|up|them|him|her|it|us|too|as well)\b)(?P<x>.+)",
         fmt("User works at {x}"),
     ),
     # "joining shopify as a PM" (a new job, named lowercase or not)
@@ -832,7 +836,10 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         _instruction,
     ),
     (
-        r"^(?:please )?(?P<v>always|never) (?!mind\b)(?P<x>.+)",
+        # a bare verb after it ("always answer in French"); not a dropped "I've"
+        # ("always been interested in ...") or a motto ("never say never")
+        r"^(?:please )?(?P<v>always|never) (?!mind\b|say never\b|give up\b)"
+        r"(?!(?:been|had|was|were|loved|liked|wanted|felt|thought|knew|got)\b)(?P<x>.+)",
         lambda m: (
             [f"User wants the assistant to {m['v'].lower()} {x}"] if (x := obj(m["x"])) else []
         ),
@@ -863,7 +870,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"^(?:i|we)(?:'ve| have)? (?:just )?(?:have|own|got|bought) (?!been\b)"
         # nor a past participle: "I have learned alot", "I've really enjoyed"
         r"(?!(?:\w+ly )?(?:\w{3,}ed|been|done|seen|gone|made|taken|given|known|found|become|"
-        r"heard|met|read|said|told|won|written|kept|begun|grown|come|spent|felt|thought)\b)"
+        r"heard|met|read|said|told|won|written|kept|begun|grown|come|spent|felt|thought|hurt|"
+        r"stuck|caught|bitten|stung|burnt)\b)"
         r"(?!(?:not|mixed|confused|lost|it|that|this|them|wrong|carried|distracted|stuck|"
         r"sick|"
         r"tired|bored|used)\b)(?P<x>.+)",

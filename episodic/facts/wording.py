@@ -64,6 +64,20 @@ TAIL = re.compile(
 )
 
 
+_IRREGULAR_PAST = frozenset(
+    "bought took had began found left sold sent spent built brought caught taught lost met "
+    "paid ran sat won wrote drove ate drank flew gave grew led lent rode sang slept spoke "
+    "stood swam threw woke broke chose fell held hurt put set shut tore wore saw did said "
+    "came became heard knew thought felt got forgave forgot".split()
+)
+
+
+def is_past(v: str) -> bool:
+    """A verb in the past: -ed, or an irregular past, prefixed or not ("misspoke")."""
+    bare = re.sub(r"^(?:mis|re|over|under|out|with|fore|up)(?=[a-z]{3})", "", v)
+    return (v.endswith("ed") and len(v) > 4) or v in _IRREGULAR_PAST or bare in _IRREGULAR_PAST
+
+
 def third_person(verb: str) -> str:
     low = verb.casefold()
     if low in _IRREGULAR:
