@@ -54,6 +54,7 @@ from episodic.facts.correction import (
 )
 from episodic.facts.endings import PART_TOGETHER
 from episodic.facts.indirect import DWELLING
+from episodic.facts.negation import FORGET_REQUEST
 from episodic.facts.offline_rules import FROM_NOW_ON, INJURED, RELATIONS, RULES, SPORT
 from episodic.facts.passing import in_passing
 from episodic.facts.slots import DEVICE_WORD, parse_slot
@@ -395,9 +396,14 @@ def extract_facts_of(sentence: str) -> list[str]:
         m = pattern.match(s)
         if m:
             facts = (without_trailing_date(f) for f in build(m) if f)
-            return [f[:MAX_FACT_CHARS].rstrip() for f in facts if f]
+            return [f[:MAX_FACT_CHARS].rstrip() for f in facts if f and _kept(f)]
     said = generic.first_person_fact(s)
-    return [said] if said else []
+    return [said] if said and _kept(said) else []
+
+
+def _kept(fact: str) -> bool:
+    """A fact speaking to the listener is dropped; a request to forget is kept."""
+    return not _ADDRESSED.search(fact) or FORGET_REQUEST.match(fact) is not None
 
 
 def extract_sentence(sentence: str) -> str | None:
@@ -474,6 +480,12 @@ def _contrasted(clause: str, slip: object) -> str | None:
     if " not " in low:
         return contrast(_clean(clause), signal=slip)
     return instead(_clean(clause)) if "instead" in low else None
+
+
+# a fact that speaks to the listener ("User loves when you try something new",
+# "User has 2 other options for you") is about this conversation, and "you"
+# means nothing once it is stored
+_ADDRESSED = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
 
 
 # an aside in brackets: "(I work at a bookshop in Salamanca Place, so ...)"

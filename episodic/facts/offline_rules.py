@@ -20,7 +20,16 @@ from episodic.facts.indirect import DWELLING, INDIRECT
 from episodic.facts.jobs import JOB
 from episodic.facts.slots import DEVICE_WORD, tool_name
 from episodic.facts.when import MONTHS, SEASONS, WEEKDAYS
-from episodic.facts.wording import TAIL, Build, fmt, is_past, obj, shift, third_person
+from episodic.facts.wording import (
+    TAIL,
+    Build,
+    fmt,
+    is_past,
+    obj,
+    shift,
+    third_person,
+    trimmed,
+)
 
 Rule = tuple[re.Pattern[str], Build]
 
@@ -568,7 +577,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     (
         rf"^{_I} (?P<x>married|single|divorced|engaged|pregnant|retired|widowed)\b(?P<r>.*)",
-        lambda m: [f"User is {m['x'].lower()}{shift(m['r']) and ' ' + shift(m['r'])}"],
+        lambda m: [f"User is {m['x'].lower()}" + (f" {r}" if (r := trimmed(m["r"])) else "")],
     ),
     # "I retired at the end of term after 31 years at Ridgeway": retired, and from there
     (
@@ -588,7 +597,7 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     ),
     (
         r"^i (?:just )?got (?P<x>married|engaged|divorced)\b(?P<r>.*)",
-        lambda m: [f"User is {m['x'].lower()}{shift(m['r']) and ' ' + shift(m['r'])}"],
+        lambda m: [f"User is {m['x'].lower()}" + (f" {r}" if (r := trimmed(m["r"])) else "")],
     ),
     (
         rf"^(?P<p>my|our) (?P<a>(?:{RELATIONS})(?: (?-i:[A-Z])[\w-]+)?) "

@@ -48,6 +48,8 @@ TAIL = re.compile(
     r"(?:is|are|was|were|has|had)\b.*$"
     # "... at stripe and trying to get better at ...": what they are doing besides
     r"|\s+and (?:also )?(?-i:[a-z]+ing)\s.*$"
+    # "..., nice to meet you Kevin", ", are you married": a clause to the listener
+    r"|\s*,\s+[^,]*\byou\b.*$"
     # "..., they cut the whole qa team": a new clause about someone else
     r"|,\s+(?-i:(?:they|he|she|you))\s+\w.*$"
     # a purpose: "moved to el paso to be closer to my mom"
@@ -95,13 +97,18 @@ def shift(text: str) -> str:
     return " ".join(out.split()).rstrip(" ,.!;:-")
 
 
-def obj(text: str) -> str | None:
-    """The object of a clause as it goes into a fact, or None when it carries none."""
+def trimmed(text: str) -> str:
+    """`text` without its tails, in the third person."""
     x = text
     # a tail may end in another ("peanuts, by the way, so no peanut recipes")
     while (cut := TAIL.sub("", x)) != x:
         x = cut
-    x = shift(x)
+    return shift(x)
+
+
+def obj(text: str) -> str | None:
+    """The object of a clause as it goes into a fact, or None when it carries none."""
+    x = trimmed(text)
     return None if not x or _EMPTY_OBJECT.match(x) else x
 
 

@@ -129,6 +129,15 @@ from tests.unit.test_facts_support import turn
         ("always been interested in different cultures", []),
         ("always answer in French", ["User wants the assistant to always answer in French"]),
         ("I'll keep doing my best", []),
+        # a fact that speaks to the listener is about this chat; a clause to them is cut
+        ("I love when you try something new", []),
+        ("My name is Emilia, nice to meet you Kevin", ["User's name is Emilia"]),
+        ("good , i am married , are you married", ["User is married"]),
+        ("i am married to my wife of 32 years", ["User is married to their wife of 32 years"]),
+        (
+            "forget that I told you about the diabetes",
+            ["User asked to forget that they told you about the diabetes"],
+        ),
         ("I have not been, actually", []),
         ("I will contact the harbour one", []),
     ],
