@@ -76,7 +76,7 @@ _NOT_A_VERB = frozenset(
 _ADVERB = (
     r"(?:[a-z]{2,}(?:ally|ively|ously|fully|ently|antly|ately|ily|ibly|ably|ually|edly|"
     r"ingly|arly|erly|ely)|just|also|already|now|only|still|always|never|often|sometimes|"
-    r"mostly|mainly|hardly|highly|fully|kinda|honestly|really)"
+    r"mostly|mainly|hardly|highly|fully|kinda|honestly|really|first|almost|once)"
 )
 _ADVERBS = rf"(?:{_ADVERB} )*"
 _SELDOM = re.compile(r"\b(?:rarely|seldom|hardly|barely|scarcely|never)\b", re.I)

@@ -485,7 +485,7 @@ def _contrasted(clause: str, slip: object) -> str | None:
 # a fact that speaks to the listener ("User loves when you try something new",
 # "User has 2 other options for you") is about this conversation, and "you"
 # means nothing once it is stored
-_ADDRESSED = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
+_ADDRESSED = re.compile(r"\b(?:you|your|yours|yourself|ya)\b", re.I)
 
 
 # an aside in brackets: "(I work at a bookshop in Salamanca Place, so ...)"

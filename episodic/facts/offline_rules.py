@@ -881,7 +881,8 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"(?!(?:\w+ly )?(?:\w{3,}ed|been|done|seen|gone|made|taken|given|known|found|become|"
         r"heard|met|read|said|told|won|written|kept|begun|grown|come|spent|felt|thought|hurt|"
         r"stuck|caught|bitten|stung|burnt)\b)"
-        r"(?!(?:not|mixed|confused|lost|it|that|this|them|wrong|carried|distracted|stuck|"
+        r"(?!(?:not|back|home|there|up|ready|dressed|mixed|confused|lost|it|that|this|them|"
+        r"wrong|carried|distracted|stuck|"
         r"sick|"
         r"tired|bored|used)\b)(?P<x>.+)",
         fmt("User has {x}"),

@@ -131,6 +131,9 @@ from tests.unit.test_facts_support import turn
         ("I'll keep doing my best", []),
         # a fact that speaks to the listener is about this chat; a clause to them is cut
         ("I love when you try something new", []),
+        ("I'll keep ya posted", []),
+        ("I got back from a run", []),
+        ("I first watched it around 3 years ago", []),
         ("My name is Emilia, nice to meet you Kevin", ["User's name is Emilia"]),
         ("good , i am married , are you married", ["User is married"]),
         ("i am married to my wife of 32 years", ["User is married to their wife of 32 years"]),
