@@ -91,24 +91,27 @@ CORRECTION = re.compile(r"^(?:user|team) (?:corrected|changed) (?P<y>.+?) to (?P
 _VERSION = r"(?:\s+v?\d[\w.]*)?"
 
 
-# words that end a value read back from "not": "my allergy is to tree nuts, not
-# peanuts" gives "tree nuts"; "i meant product manager not project manager"
-# gives "product manager"
-_VALUE_STOP = re.compile(
-    r"^(?:i|i'm|im|we|it|it's|its|is|are|was|were|be|to|in|at|on|of|for|from|with|by|a|an|"
-    r"the|my|our|meant|mean|said|actually|really|just|that|this|and|but|so|title|allergy|"
-    r"name|called|named|not|no)$",
-    re.I,
+# words that are never a value, nor its first word: a pronoun, an article, a
+# preposition, a verb of being or saying ("my allergy is to tree nuts, not
+# peanuts" reads back "tree nuts"), or what stands beside "not" when it negates
+# a verb or a reason ("I have not been", "If not Thursday", "not just because")
+_NOT_A_VALUE = frozenset(
+    """
+    i i'm im we it it's its is are was were be been being am to in at on of for from with
+    by a an the my our meant mean said actually really just that this and but so or if
+    when whether unless because have has had do does did can could will would should
+    must may might only even too yet exactly quite much sure always ever all enough
+    necessarily now anymore any every title allergy name called named not no
+    """.split()
 )
-# what stands beside "not" when it negates a verb or a reason, not a value:
-# "I have not been", "If not Thursday", "not just because of"
-_NO_VALUE = re.compile(
-    r"^(?:if|when|whether|unless|and|or|but|so|because|of|have|has|had|do|does|did|am|is|are|"
-    r"was|were|be|been|being|can|could|will|would|should|must|may|might|just|only|even|"
-    r"really|too|yet|exactly|quite|that|this|much|sure|always|ever|all|enough|to|in|at|on|"
-    r"for|with|sure|quite|necessarily|yet|now|anymore|any|every)\b",
-    re.I,
-)
+
+
+def _no_value(value: str) -> bool:
+    """True when `value` starts with a word no value starts with ("May" is a month)."""
+    first = value.split()[0].casefold() if value.split() else ""
+    return first in _NOT_A_VALUE and not _MONTH.match(value)
+
+
 _PLACE_WORD = re.compile(r"^(?:at|in|for|with|from|of|on|near|by)$", re.I)
 _NOUN_BEFORE = re.compile(r"^(?:to|in|at|of|for|from|with|a|an|the|my|our|is|are)$", re.I)
 # an aside in brackets says why, never what: "(peanuts are fine for me)"
@@ -133,7 +136,7 @@ def contrast(clause: str, *, signal: object = None) -> str | None:
     if m is None or (m["low"] and not signal):
         return None
     x, y = m["x"].strip(), m["y"].strip()
-    if any(_NO_VALUE.match(v) and not _MONTH.match(v) for v in (x, y)):
+    if _no_value(x) or _no_value(y):
         return None
     before = s[: m.start("x")].split()
     if not m["low"] and y[:1].islower() and before and _PLACE_WORD.match(before[-1]):
@@ -154,17 +157,17 @@ def _widened(before: list[str], x: str, y: str) -> str | None:
     """A lowercase value with the words that belong to it: as many as the old
     value has when both end alike ("product manager, not project manager"),
     else one content word more ("tree nuts, not peanuts")."""
-    if _VALUE_STOP.match(x):
+    if _no_value(x):
         return None
     ys = y.split()
     if len(ys) > 1 and ys[-1].casefold() == x.casefold():
         lead = before[-(len(ys) - 1) :] if len(before) >= len(ys) - 1 else []
-        if len(lead) == len(ys) - 1 and not any(_VALUE_STOP.match(w) for w in lead):
+        if len(lead) == len(ys) - 1 and not any(_no_value(w) for w in lead):
             return " ".join([*lead, x])
         return None
     # "to tree nuts": a word after a preposition or article is part of the value;
     # "I drink tea": a word after a subject is its verb
-    if len(before) >= 2 and _NOUN_BEFORE.match(before[-2]) and not _VALUE_STOP.match(before[-1]):
+    if len(before) >= 2 and _NOUN_BEFORE.match(before[-2]) and not _no_value(before[-1]):
         return f"{before[-1]} {x}"
     return x
 
@@ -196,7 +199,7 @@ def instead(clause: str) -> str | None:
     m = _INSTEAD.search(clause)
     if m is None or normalize(m["x"]) == normalize(m["y"]):
         return None
-    if any(_NO_VALUE.match(v) and not _MONTH.match(v) for v in (m["x"], m["y"])):
+    if _no_value(m["x"]) or _no_value(m["y"]):
         return None
     return f"User changed {m['y']} to {m['x']}"
 
