@@ -71,7 +71,8 @@ def apply_correction(fact: str, value: str, named_old: str | None) -> str | None
 # Tbilisi to Yerevan", and the merge rewrites the stored fact that names it
 # (`corrected_fact`). The new value is a name (capitalised, numbers may
 # follow), or any single word when the turn owns up to a slip ("sorry", "I
-# mixed that up"); the old value is one or two words ending the clause.
+# mixed that up"); the old value is one or two words, ended by the clause, a
+# mark or what chat adds after it.
 # where the old value ends: the clause's end, a mark, or what chat adds after it
 _Y_END = (
     r"(?=$|[,;:.!?(]|\s+(?:lol|haha|lmao|and|but|so|because|bc|as|which|since|everyone|"
@@ -229,18 +230,23 @@ _SAID_BUT = re.compile(
 # "I told you I live in Aarhus, but actually I live in Odense": the same words
 # twice, but for the value
 _TOLD_BUT = re.compile(
-    r"\b(?:told (?:you|u|ya)|said|wrote|mentioned)(?: that)? (?P<a>[^,.;:!?]{3,60}?),? but "
+    r"\bi(?:'ve| have| had)? (?:just |already )?(?:told (?:you|u|ya)|said|wrote|mentioned)"
+    r"(?: that)? (?P<a>[^,.;:!?]{3,60}?),? but "
     r"(?:(?:actually|in fact|really),? )?(?P<b>[^,.;:!?]{3,60})",
     re.I,
 )
-_FILLER = frozenset({"actually", "really", "in", "fact"})
+# who else may have said it: a slip they made is no value of the user's
+_SOMEONE_ELSE = re.compile(
+    r"\b(?:he|she|they|we|it|who|(?:my|our|his|her|their) [\w-]+|[\w-]+'s [\w-]+)\s*$", re.I
+)
+_FILLER = frozenset({"actually", "really"})
 
 
 def _parallel(a: str, b: str) -> tuple[str, str] | None:
     """(old, new): the words where two parallel clauses differ, when they
     share at least two words around a difference of one to three words."""
     xs = a.split()
-    ys = [w for w in b.split() if w.casefold() not in _FILLER or w.casefold() == "in"]
+    ys = [w for w in b.split() if w.casefold() not in _FILLER]
     pre = 0
     while pre < min(len(xs), len(ys)) and xs[pre].casefold() == ys[pre].casefold():
         pre += 1
@@ -258,6 +264,8 @@ def _parallel(a: str, b: str) -> tuple[str, str] | None:
 def said_instead(text: str) -> str | None:
     """The correction fact of a turn that names a value said and the one meant, or None."""
     m = _SAID_MEANT.search(text) or _SAID_BUT.search(text)
+    if m is not None and _SOMEONE_ELSE.search(text[: m.start()]):
+        m = None  # "my sister said paris ... it's actually lyon": her slip, not a stored fact
     if m is not None and normalize(m["x"]) != normalize(m["y"]):
         return f"User corrected {m['y'].rstrip('.')} to {m['x'].rstrip('.')}"
     told = _TOLD_BUT.search(text)

@@ -55,7 +55,7 @@ from episodic.facts.correction import (
 from episodic.facts.endings import PART_TOGETHER
 from episodic.facts.indirect import DWELLING
 from episodic.facts.negation import FORGET_REQUEST
-from episodic.facts.offline_rules import FROM_NOW_ON, INJURED, RELATIONS, RULES, SPORT
+from episodic.facts.offline_rules import FROM_NOW_ON, INJURED, PETS, RELATIONS, RULES, SPORT
 from episodic.facts.passing import in_passing
 from episodic.facts.slots import DEVICE_WORD, parse_slot
 from episodic.facts.types import FactTurn
@@ -229,7 +229,8 @@ _CO_SUBJECT = re.compile(
 # the user owning up to a slip: a lowercase "X, not Y" is then a correction too
 _SLIP = re.compile(
     r"\b(?:sorry|oops|my bad|my mistake|i meant|mixed (?:that|it|them) up|misspoke|typo|"
-    r"wrong(?:ly)?|actually|correct(?:ion)?|scratch that|(?:got )?mixed up|got confused)\b",
+    r"wrong(?:ly)?|actually|correction|correct (?:myself|that|this|something|what i)|"
+    r"scratch that|(?:got )?mixed up|got confused)\b",
     re.I,
 )
 # an "it" that stands for nothing named: "it's all genmaicha for me now"
@@ -402,8 +403,13 @@ def extract_facts_of(sentence: str) -> list[str]:
 
 
 def _kept(fact: str) -> bool:
-    """A fact speaking to the listener is dropped; a request to forget is kept."""
-    return not _ADDRESSED.search(fact) or FORGET_REQUEST.match(fact) is not None
+    """A fact speaking to the listener is dropped; a request to forget, or what
+    the user wants of the assistant ("always tell me when you are unsure"), is kept."""
+    return (
+        not _ADDRESSED.search(fact)
+        or FORGET_REQUEST.match(fact) is not None
+        or fact.startswith("User wants the assistant to ")
+    )
 
 
 def extract_sentence(sentence: str) -> str | None:
@@ -423,6 +429,8 @@ def _resolve(clause: str, antecedents: list[str]) -> str | None:
         return clause
     if len(set(antecedents)) != 1:
         return None
+    if m["p"].casefold() == "it" and antecedents[0].split()[0].casefold() not in PETS:
+        return clause  # "my sister ... it's actually lyon": "it" is no person
     rest = s[m.end() :].strip()
     verb = "is " if m["be"] else ""
     return f"my {antecedents[0]} {verb}{rest}"

@@ -66,7 +66,7 @@ _NOT_RETURNED = re.compile(
     r"^(?:work|bed|sleep|school|uni|college|class|normal|square one|basics|it|that|this|them|"
     r"him|her|the (?:office|gym|doctor|vet|store|shop|car|start|beginning|drawing board|hotel|"
     r"house|flat|room|city|hospital|airport|station)|my (?:desk|room|place|parents|hometown|"
-    r"flat|house|car|old)|where|what|how|reading|watching|sleep|town|the same)\b",
+    r"flat|house|car|old)|where|what|how|reading|watching|town|the same)\b",
     re.I,
 )
 
@@ -388,7 +388,10 @@ _TABLE: tuple[tuple[str, Build], ...] = (
     # "ditched the Garmin for a Coros": an ending that names what replaced it
     (
         rf"^{_S}{_HAVE} (?:ditched|dropped|dumped|traded|swapped|gave up) (?P<y>.+?) for "
-        r"(?P<x>(?:an? |the |my )?(?-i:[A-Z]|[a-z]+ ?(?-i:[A-Z])|[a-z]{3,}).*)",
+        # not what the ending was for or how long: "ditched the gym for good"
+        r"(?!(?:good|now|ever|nothing|free|money|cash|a while|a bit|(?:a|the|this|that) (?:day|"
+        r"night|week|weekend|month|year|summer|winter)|(?:some|personal|health|work) reasons?)\b)"
+        r"(?P<x>(?:an? |the |my )?[^\W\d_]{3,}.*)",
         _replaced,
     ),
     # what ended: given up, left, parted from (`endings`)
@@ -848,7 +851,9 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         # a bare verb after it ("always answer in French"); not a dropped "I've"
         # ("always been interested in ...") or a motto ("never say never")
         r"^(?:please )?(?P<v>always|never) (?!mind\b|say never\b|give up\b)"
-        r"(?!(?:been|had|was|were|loved|liked|wanted|felt|thought|knew|got)\b)(?P<x>.+)",
+        r"(?!(?:been|had|was|were|loved|liked|wanted|felt|thought|knew|got|here|there|happy|"
+        r"glad|ready|welcome|available|grateful|thankful|proud|sure|so|such|an?|the|fun|good|"
+        r"great|nice|fine|up|down|in|on|at|a pleasure)\b)(?P<x>.+)",
         lambda m: (
             [f"User wants the assistant to {m['v'].lower()} {x}"] if (x := obj(m["x"])) else []
         ),

@@ -55,6 +55,10 @@ from tests.unit.test_facts_support import turn
             ["User corrected sous chef to pastry chef", "User works as the pastry chef"],
         ),
         ("he works at Siemens, not Bosch", ["User corrected Bosch to Siemens"]),
+        # someone else's slip, or "it" for a person, corrects none of the user's facts
+        ("my sister said paris was lovely. it's actually lyon where she lives", []),
+        ("She said she likes tea, but actually she likes coffee", []),
+        ("that's correct, I want tea not coffee", ["User wants tea"]),
         # names and homes in passing
         ("my dog juniper ate half a sock", ["User has a dog named Juniper"]),
         ("for my bf teodor, hes into vinyl", ["User's boyfriend is Teodor"]),
@@ -129,6 +133,12 @@ from tests.unit.test_facts_support import turn
         ("always been interested in different cultures", []),
         ("always answer in French", ["User wants the assistant to always answer in French"]),
         ("I'll keep doing my best", []),
+        ("Always here to cheer you on", []),
+        ("I ditched the gym for good", ["User ditched the gym for good"]),
+        (
+            "from now on, always tell me when you are unsure",
+            ["User wants the assistant to always tell them when you are unsure"],
+        ),
         # a fact that speaks to the listener is about this chat; a clause to them is cut
         ("I love when you try something new", []),
         ("I'll keep ya posted", []),
