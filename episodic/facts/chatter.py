@@ -3,6 +3,8 @@
 - a conversation act: what the user is about to do in this chat ("I will
   paste it below", "I'll send you the file", "I'm going to check that") is
   not something to remember about them;
+- a fact that speaks to the listener ("User loves when you try something
+  new") is about this chat, and its "you" means nothing once stored;
 - a passing state: how someone feels or where they are right now ("my
   manager is thrilled about the launch", "my sister is busy today") is not a
   lasting fact about them.
@@ -18,9 +20,8 @@ _CONVERSATION_ACT = re.compile(
     r"copy|check|look|try|test|reply|answer|explain|show|give|write|ask|tell|"
     r"get back|let (?:you|them) know|think about|see|be right back|brb|do (?:it|that|this))\b"
     r"|^\w+(?: \w+)? (?:it|that|this|them|those|these)(?: \w+)?$"
-    # a thing of this chat ("definitely add it to their list", "have to look into
-    # that"), or the assistant itself ("keep your advice in mind", "talk to you")
-    r"|^(?:[\w']+ ){0,4}(?:it|that|this|them|those|these)\b|.*\b(?:you|your|yours)\b"
+    # a thing of this chat: "definitely add it to their list", "have to look into that"
+    r"|^(?:[\w']+ ){0,4}(?:it|that|this|them|those|these)\b"
     r"|^(?:(?:definitely|certainly|surely|probably|also|just) )*(?:have (?:a blast|fun|"
     r"a (?:great|good|nice|lovely) time)|stay (?:home|in)|keep .+ in mind|admit|"
     r"do (?:my|their|our) best|keep (?:doing|trying|going|pushing|spreading)|come over)\b"
@@ -47,6 +48,16 @@ _PASSING_STATE = re.compile(
     r"grumpy|sore|achy|aching|killing me|hurting|stiff|swollen)\b",
     re.I,
 )
+
+
+# "you" in a stored fact means nothing: "User loves when you try something new",
+# "User has 2 other options for you", "will keep you posted"
+_ADDRESSED = re.compile(r"\b(?:you|your|yours|yourself|ya)\b", re.I)
+
+
+def addresses_listener(fact: str) -> bool:
+    """True when `fact` speaks to whoever the user was talking to."""
+    return _ADDRESSED.search(fact) is not None
 
 
 def is_conversation_act(action: str) -> bool:

@@ -31,8 +31,10 @@ _MARKERS = re.compile(
     r"n't\b.*\banymore\b|\b(?:no longer|used to|does not|doesn't|"
     r"not\b.*\banymore|not any ?more|no more|"
     rf"{ENDING_VERBS}|died|passed away|is dead|was put down|forget that|asked to forget)\b"
-    # "User is not allergic to penicillin": the user's own state denied
-    r"|^(?:user|team) (?:is|are) not\b"
+    # "User is not allergic to penicillin", "User is not a vet": a state denied
+    # (not "User is not sure about Berlin", which ends nothing)
+    r"|^(?:user|team) (?:is|are) not (?:allergic|(?:lactose|gluten) intolerant|vegan|"
+    r"vegetarian|pescatarian|diabetic|an? )"
 )
 _STOP = (
     frozenset(

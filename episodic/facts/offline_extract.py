@@ -43,6 +43,7 @@ import re
 from collections.abc import Sequence
 
 from episodic.facts import generic
+from episodic.facts.chatter import addresses_listener
 from episodic.facts.correction import (
     CORRECTION,
     apply_correction,
@@ -406,7 +407,7 @@ def _kept(fact: str) -> bool:
     """A fact speaking to the listener is dropped; a request to forget, or what
     the user wants of the assistant ("always tell me when you are unsure"), is kept."""
     return (
-        not _ADDRESSED.search(fact)
+        not addresses_listener(fact)
         or FORGET_REQUEST.match(fact) is not None
         or fact.startswith("User wants the assistant to ")
     )
@@ -488,12 +489,6 @@ def _contrasted(clause: str, slip: object) -> str | None:
     if " not " in low:
         return contrast(_clean(clause), signal=slip)
     return instead(_clean(clause)) if "instead" in low else None
-
-
-# a fact that speaks to the listener ("User loves when you try something new",
-# "User has 2 other options for you") is about this conversation, and "you"
-# means nothing once it is stored
-_ADDRESSED = re.compile(r"\b(?:you|your|yours|yourself|ya)\b", re.I)
 
 
 # an aside in brackets: "(I work at a bookshop in Salamanca Place, so ...)"

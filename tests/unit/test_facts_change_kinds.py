@@ -205,3 +205,12 @@ def test_meat_again_ends_the_diet_and_a_denied_allergy_ends_the_allergy() -> Non
     assert got == {"active": ["User eats chicken"], "superseded": ["User is pescatarian"]}
     got = _history("I'm allergic to penicillin.", "im NOT allergic to penicillin after all.")
     assert got["superseded"] == ["User is allergic to penicillin"]
+
+
+def test_a_denied_state_ends_only_what_it_denies() -> None:
+    from episodic.facts.negation import is_negation_of
+
+    allergy = "User is allergic to penicillin"
+    assert is_negation_of("User is not allergic to penicillin", allergy)
+    # doubt is no ending: the city stays
+    assert not is_negation_of("User is not sure about Berlin", "User lives in Berlin")
