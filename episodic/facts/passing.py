@@ -127,7 +127,8 @@ _NAMED_LOWER = re.compile(
 _NOT_A_NAME = re.compile(
     r"^(?:\w+ly|always|never|just|still|also|even|only|now|then|too|and|or|but|who|which|"
     r"today|tonight|tomorrow|yesterday|lol|haha|btw|tbh|here|there|again|though|tho|ok|okay|"
-    r"please|pls|thanks|so|as|etc|first|last|next|once|twice|"
+    r"please|pls|thanks|so|as|etc|first|last|next|once|twice|anyway|either|anymore|neither|"
+    r"instead|otherwise|maybe|perhaps|right|yet|though|all|both|home|back|"
     r"that|this|says|said|food|sitter|walker|bed|tree|toys?|litter|box|door|flap|hair|fur|vet|"
     r"insurance|carrier|crate|bowl|collar|lead|leash|park|groomer|trainer|house|kennel|treats|"
     r"meds|owner|side|group|chat|family|friends?|circle|life|job|work|boss|car|place|room|"
