@@ -22,6 +22,7 @@ _PRONOUN_RE = re.compile(
     r"ourselves|i|we)\b",
     re.I,
 )
+_THEY_WAS = re.compile(r"\bthey was\b")
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
 _EMPTY_OBJECT = re.compile(
     r"^(?:it|that|this|these|those|you|your|them|to|so|too|an? (?:question|problem|issue|"
@@ -94,6 +95,8 @@ def third_person(verb: str) -> str:
 def shift(text: str) -> str:
     """First person to third person, whitespace collapsed, trailing punctuation cut."""
     out = _PRONOUN_RE.sub(lambda m: _PRONOUNS[m.group(0).casefold()], text)
+    # "when I was younger" -> "when they were younger", not "they was"
+    out = _THEY_WAS.sub("they were", out)
     return " ".join(out.split()).rstrip(" ,.!;:-")
 
 

@@ -135,6 +135,12 @@ from tests.unit.test_facts_support import turn
         ("I'll keep doing my best", []),
         ("Always here to cheer you on", []),
         ("I ditched the gym for good", ["User ditched the gym for good"]),
+        ("I got the idea from a fashion mag", []),
+        ("I finally got around to organizing my bookshelf", []),
+        (
+            "I used to do karate when I was younger",
+            ["User used to do karate when they were younger"],
+        ),
         (
             "from now on, always tell me when you are unsure",
             ["User wants the assistant to always tell them when you are unsure"],
