@@ -136,6 +136,8 @@ from tests.unit.test_facts_support import turn
         ("Always here to cheer you on", []),
         ("I ditched the gym for good", ["User ditched the gym for good"]),
         ("I got the idea from a fashion mag", []),
+        ("i got into trouble", []),
+        ("We have a blast together", []),
         ("I finally got around to organizing my bookshelf", []),
         (
             "I used to do karate when I was younger",
