@@ -19,7 +19,6 @@ _CONVERSATION_ACT = re.compile(
     r"^(?:(?:just|quickly|also|then|first) )*(?:paste|send|share|upload|attach|forward|post|"
     r"copy|check|look|try|test|reply|answer|explain|show|give|write|ask|tell|"
     r"get back|let (?:you|them) know|think about|see|be right back|brb|do (?:it|that|this))\b"
-    r"|^\w+(?: \w+)? (?:it|that|this|them|those|these)(?: \w+)?$"
     # a thing of this chat: "definitely add it to their list", "have to look into that"
     r"|^(?:[\w']+ ){0,4}(?:it|that|this|them|those|these)\b"
     r"|^(?:(?:definitely|certainly|surely|probably|also|just) )*(?:have (?:a blast|fun|"

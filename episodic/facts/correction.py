@@ -115,8 +115,6 @@ def _no_value(value: str) -> bool:
 
 _PLACE_WORD = re.compile(r"^(?:at|in|for|with|from|of|on|near|by)$", re.I)
 _NOUN_BEFORE = re.compile(r"^(?:to|in|at|of|for|from|with|a|an|the|my|our|is|are)$", re.I)
-# an aside in brackets says why, never what: "(peanuts are fine for me)"
-_ASIDE = re.compile(r"\s*\([^)]*\)?")
 _MONTH = re.compile(rf"^(?:{MONTHS})$", re.I)
 # "it's pistachios I'm allergic to, not cashews": the value is the cleft's focus
 _CLEFT = re.compile(
@@ -129,7 +127,8 @@ _CLEFT = re.compile(
 
 def contrast(clause: str, *, signal: object = None) -> str | None:
     """The correction fact of an "X, not Y" clause, or None."""
-    s = _CHAT_END.sub("", _ASIDE.sub("", clause.strip()).rstrip(" .!"))
+    # (an aside in brackets is a sentence of its own by now: `offline_extract._asides_apart`)
+    s = _CHAT_END.sub("", clause.strip().rstrip(" .!"))
     cleft = _CLEFT.search(s)
     if cleft is not None and signal:
         return _corrected(cleft["x"], cleft["y"])

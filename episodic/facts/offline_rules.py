@@ -886,15 +886,13 @@ _TABLE: tuple[tuple[str, Build], ...] = (
         r"(?!(?:\w+ly )?(?:\w{3,}ed|been|done|seen|gone|made|taken|given|known|found|become|"
         r"heard|met|read|said|told|won|written|kept|begun|grown|come|spent|felt|thought|hurt|"
         r"stuck|caught|bitten|stung|burnt)\b)"
-        # nor what one got that is no possession: "got around to", "got the idea from"
-        r"(?!(?:around|the idea|a no|a yes|a call|a text|a message|an email|a letter|"
+        # nor a state got into or what one got that is no possession: "got lost",
+        # "got around to", "got the idea from", "have a blast"
+        r"(?!(?:not|back|home|there|up|ready|lost|it|that|this|them|wrong|sick|tired|bored|"
+        r"used|around|the idea|a no|a yes|a call|a text|a message|an email|a letter|"
         r"(?:a|the) chance|news|word|lucky|the hang|a kick out of|the feeling|the impression|"
         r"a glimpse|a taste|(?:a|the) lot out of|into|a blast|fun|a (?:great|good|nice|lovely) "
-        r"time|no doubt|no idea|time to|a question|a problem|an issue)\b)"
-        r"(?!(?:not|back|home|there|up|ready|dressed|mixed|confused|lost|it|that|this|them|"
-        r"wrong|carried|distracted|stuck|"
-        r"sick|"
-        r"tired|bored|used)\b)(?P<x>.+)",
+        r"time|no doubt|no idea|time to|a question|a problem|an issue)\b)(?P<x>.+)",
         fmt("User has {x}"),
     ),
     (

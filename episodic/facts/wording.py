@@ -60,9 +60,7 @@ TAIL = re.compile(
     r"|\s+so (?:no|i|i'm|i've|idk|we|they|it's|its|that's|at least|now)\b.*$"
     r"|,?\s+(?:now|these days|nowadays|currently|for now|at the moment|right now)$"
     r"|,\s*(?:remember|you know|as i said|like i said)$"
-    r"|,?\s+(?:btw|by the way|fyi|lol|haha|tbh|though|tho|too|as well)$"
-    # an aside in brackets at the end says why: "a Coros Pace 3 (the battery lasts longer)"
-    r"|\s*\([^)]*\)?$",
+    r"|,?\s+(?:btw|by the way|fyi|lol|haha|tbh|though|tho|too|as well)$",
     re.I,
 )
 
