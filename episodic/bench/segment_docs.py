@@ -37,7 +37,14 @@ ROWS = (
     ("combiner_v1_design", "combiner v1 design (35 features, fixed), refitted"),
     ("with_question_features", "every feature incl. question marks"),
     ("seed_dual_criteria", "ADR-0051 dual rule (P(cp) ≥ .65 or surprisal z ≥ 1.5)"),
-    ("semantic_rule", "previous detector (semantic shift, hand-set)"),
+    (
+        "semantic_rule",
+        "semantic rule alone (threshold 1.075, decay .7: chosen on SuperDialseg + TIAGE)",
+    ),
+    (
+        "semantic_rule_as_filed",
+        "semantic rule as issue 27 found it (1.1, .5: hand-set on DialSeg711 + TIAGE)",
+    ),
 )
 
 

@@ -145,6 +145,14 @@ def alone(config: DetectorConfig, signal: str) -> DetectorConfig:
     )
 
 
+# the semantic rule as issue 27 found it (threshold and decay hand-set on DialSeg711
+# and TIAGE); re-chosen since on SuperDialseg + TIAGE (docs/segmentation.md)
+RULE_AS_FILED: dict[str, Any] = {
+    "combiner": False,
+    "semantic_threshold": 1.1,
+    "semantic_decay": 0.5,
+}
+
 ABLATIONS: dict[str, dict[str, Any]] = {
     # the parameter file's models (combiner v2, docs/segmentation.md); the shipped
     # one is the detector's default and is the top-level figure of the output
@@ -155,8 +163,10 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "with_question_features": {"combiner_model": "with_questions"},
     # ADR-0051's rule on the same learned projection: P(new run) >= .65 or surprisal z >= 1.5
     "seed_dual_criteria": {"combiner_model": "seed_dual"},
-    # the detector before the combiner: semantic shift alone, hand-set threshold
+    # the detector before the combiner: semantic shift alone, its threshold and decay
+    # chosen on SuperDialseg + TIAGE; and as it was before that choice
     "semantic_rule": {"combiner": False},
+    "semantic_rule_as_filed": RULE_AS_FILED,
 }
 
 

@@ -354,14 +354,18 @@ def tables_in(
 
 
 def rule_cuts(
-    dials: Sequence[Dialogue], vecs: Sequence[np.ndarray], as_shipped: bool = False
+    dials: Sequence[Dialogue],
+    vecs: Sequence[np.ndarray],
+    as_shipped: bool = False,
+    as_filed: bool = False,
 ) -> list[set[int]]:
-    """The previous detector (the semantic rule, `combiner=False`), run for real;
-    `as_shipped`: anchored on user turns whatever the dialogue, as it shipped."""
-    from episodic.bench.segment_eval import detect
+    """The semantic rule alone (`combiner=False`), run for real; `as_shipped`:
+    anchored on user turns whatever the dialogue, as it shipped; `as_filed`:
+    with the threshold and decay it had when issue 27 was filed."""
+    from episodic.bench.segment_eval import RULE_AS_FILED, detect
     from episodic.segment.detector import DetectorConfig
 
-    cfg = DetectorConfig(combiner=False)
+    cfg = DetectorConfig(**RULE_AS_FILED) if as_filed else DetectorConfig(combiner=False)
     if as_shipped:
         dials = [replace(d, peer=False) for d in dials]
     return [detect(d, v, cfg)[0] for d, v in zip(dials, vecs, strict=True)]
@@ -416,8 +420,10 @@ def loco(
                 row[f"{name}_user_anchored"] = score_cuts(dials[left], cuts)
         row["no_boundary"] = score_cuts(dials[left], [set() for _ in dials[left]])
         row["semantic_rule"] = score_cuts(dials[left], rule_cuts(dials[left], vecs[left]))
+        filed = rule_cuts(dials[left], vecs[left], as_filed=True)
+        row["semantic_rule_as_filed"] = score_cuts(dials[left], filed)
         if any(d.peer for d in dials[left]):  # the rule as it shipped: user turns only
-            cuts = rule_cuts(dials[left], vecs[left], as_shipped=True)
+            cuts = rule_cuts(dials[left], vecs[left], as_shipped=True, as_filed=True)
             row["semantic_rule_user_anchored"] = score_cuts(dials[left], cuts)
         out[left] = row
     return out

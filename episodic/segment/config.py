@@ -22,8 +22,8 @@ class DetectorConfig:
     time_gap_minutes: float = 30.0
     idle_minutes: float = 30.0
     # soft signals, each one's own firing point
-    semantic_threshold: float = 1.1  # centred cosine distance to the decayed mean, (0, 2]
-    semantic_decay: float = 0.5  # weight of the newest turn in that mean
+    semantic_threshold: float = 1.075  # centred cosine distance to the decayed mean, (0, 2]
+    semantic_decay: float = 0.7  # weight of the newest turn in that mean
     center: bool = True  # subtract the stream's running mean before cosines
     center_prior_turns: float = 10.0  # shrinks that mean toward 0 early in a stream
     decision_delay: int = 1  # 1: score an anchor turn with its reply, cut one update later
