@@ -16,8 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from episodic.bench.segment_eval import run_segment_eval
+from episodic.bench.segment_eval import RULE_AS_FILED, run_segment_eval
 from episodic.embed import make_embedder
+from episodic.segment.config import DEFAULTS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "segmentation.md"
 SETS = (
@@ -39,11 +40,13 @@ ROWS = (
     ("seed_dual_criteria", "ADR-0051 dual rule (P(cp) ≥ .65 or surprisal z ≥ 1.5)"),
     (
         "semantic_rule",
-        "semantic rule alone (threshold 1.075, decay .7: chosen on SuperDialseg + TIAGE)",
+        f"semantic rule alone (threshold {DEFAULTS.semantic_threshold:g}, decay "
+        f"{DEFAULTS.semantic_decay:g}: chosen on SuperDialseg + TIAGE)",
     ),
     (
         "semantic_rule_as_filed",
-        "semantic rule as issue 27 found it (1.1, .5: hand-set on DialSeg711 + TIAGE)",
+        f"semantic rule as issue 27 found it ({RULE_AS_FILED['semantic_threshold']:g}, "
+        f"{RULE_AS_FILED['semantic_decay']:g}: hand-set on DialSeg711 + TIAGE)",
     ),
 )
 

@@ -359,13 +359,14 @@ def rule_cuts(
     as_shipped: bool = False,
     as_filed: bool = False,
 ) -> list[set[int]]:
-    """The semantic rule alone (`combiner=False`), run for real; `as_shipped`:
-    anchored on user turns whatever the dialogue, as it shipped; `as_filed`:
-    with the threshold and decay it had when issue 27 was filed."""
+    """The semantic rule alone (`combiner=False`), run for real; `as_filed`:
+    with the threshold and decay it had when issue 27 was filed; `as_shipped`:
+    as it shipped then (those values, anchored on user turns whatever the dialogue)."""
     from episodic.bench.segment_eval import RULE_AS_FILED, detect
     from episodic.segment.detector import DetectorConfig
 
-    cfg = DetectorConfig(**RULE_AS_FILED) if as_filed else DetectorConfig(combiner=False)
+    filed = as_filed or as_shipped
+    cfg = DetectorConfig(**RULE_AS_FILED) if filed else DetectorConfig(combiner=False)
     if as_shipped:
         dials = [replace(d, peer=False) for d in dials]
     return [detect(d, v, cfg)[0] for d, v in zip(dials, vecs, strict=True)]
@@ -423,7 +424,7 @@ def loco(
         filed = rule_cuts(dials[left], vecs[left], as_filed=True)
         row["semantic_rule_as_filed"] = score_cuts(dials[left], filed)
         if any(d.peer for d in dials[left]):  # the rule as it shipped: user turns only
-            cuts = rule_cuts(dials[left], vecs[left], as_shipped=True, as_filed=True)
+            cuts = rule_cuts(dials[left], vecs[left], as_shipped=True)
             row["semantic_rule_user_anchored"] = score_cuts(dials[left], cuts)
         out[left] = row
     return out
