@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -35,12 +36,23 @@ def _summary(state: State[Any]) -> dict[str, Any]:
     return res
 
 
-def _runs_of(flow_run_id: UUID | None) -> tuple[list[Any], int]:
-    """(task runs, artifact count) the Prefect API holds for one flow run."""
+def _runs_of(
+    flow_run_id: UUID | None, *, settle: Callable[[list[Any]], bool] = lambda _: True
+) -> tuple[list[Any], int]:
+    """(task runs, artifact count) the Prefect API holds for one flow run.
+
+    The server records task-run states from events, after the flow returns;
+    this waits (bounded) until every run read is final and `settle` holds."""
     assert flow_run_id is not None
     f = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+    deadline = time.monotonic() + 60
     with get_client(sync_client=True) as c:
-        tasks = c.read_task_runs(flow_run_filter=f)
+        while True:
+            tasks = c.read_task_runs(flow_run_filter=f)
+            settled = settle(tasks) and all(t.state and t.state.is_final() for t in tasks)
+            if settled or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         arts = c.read_artifacts(flow_run_filter=f)
     return tasks, len(arts)
 
@@ -49,7 +61,7 @@ def test_idle_poll_has_no_task_runs_and_no_artifact(tmp_path: Path) -> None:
     m = make_memory(tmp_path / "home")
     _ingest(m.rt, tmp_path, synthetic_stream(), "a.jsonl")
     busy = consolidate(user="u1", return_state=True, memory=m)  # leaves the last episode open
-    tasks, arts = _runs_of(busy.state_details.flow_run_id)
+    tasks, arts = _runs_of(busy.state_details.flow_run_id, settle=lambda ts: len(ts) >= 2)
     assert busy.is_completed() and busy.message != "nothing to do"
     assert len(tasks) >= 2 and arts == 1  # the counts below can fail
     assert _summary(busy)["open_turns"] > 0  # an open episode, not idle yet
@@ -127,7 +139,10 @@ def test_fan_out_one_task_per_user_same_end_state(tmp_path: Path) -> None:
     for u in users:
         _ingest(m.rt, tmp_path, synthetic_stream(user=u, n_per_topic=10), f"{u}.jsonl")
     state = consolidate(flush=True, return_state=True, memory=m)
-    tasks, _ = _runs_of(state.state_details.flow_run_id)
+    tasks, _ = _runs_of(
+        state.state_details.flow_run_id,
+        settle=lambda ts: sum(t.name.startswith("user-") for t in ts) >= 3,
+    )
     per_user = [t for t in tasks if t.name.startswith("user-")]
     names = sorted(t.name for t in per_user)
     assert names == sorted(f"user-{user_tag(u)}" for u in users)
