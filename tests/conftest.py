@@ -44,6 +44,17 @@ def _close_memories() -> Iterator[None]:
         helpers.MEMORIES.close()
 
 
+@pytest.fixture(scope="session")
+def onnx_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default embedder's int8 graph, exported once for the run (tens of
+    seconds; tests/unit/test_embed_default_cosine.py exports its own)."""
+    from episodic.embed.onnx import export_int8
+
+    out = tmp_path_factory.mktemp("onnx")
+    export_int8(out)
+    return out
+
+
 @pytest.fixture
 def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "lancedb"

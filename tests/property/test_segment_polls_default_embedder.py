@@ -8,6 +8,7 @@ batch, and a 786-turn stream gave 142 episodes in one poll and 141 in two
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,8 +56,8 @@ def turns_with(vectors: np.ndarray, lo: int, hi: int) -> list[SegTurn]:
 
 
 @pytest.fixture(scope="module")
-def embedder(tmp_path_factory: pytest.TempPathFactory) -> OnnxInt8Embedder:
-    return OnnxInt8Embedder(model_dir=tmp_path_factory.mktemp("onnx"))
+def embedder(onnx_model_dir: Path) -> OnnxInt8Embedder:
+    return OnnxInt8Embedder(model_dir=onnx_model_dir)
 
 
 @pytest.fixture(scope="module")

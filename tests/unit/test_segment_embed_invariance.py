@@ -3,9 +3,11 @@ of its text alone, bit for bit, however the texts are batched. Dynamic int8
 quantization scales activations per run, so batching would make a vector depend
 on its batch-mates (issue 27: one poll and two polls gave different episodes).
 The int8 graph is exported from the packaged weights on first use (offline),
-here into a module-wide temporary directory."""
+once for the run (tests/conftest.py, `onnx_model_dir`)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,8 +27,8 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def embedder(tmp_path_factory: pytest.TempPathFactory) -> OnnxInt8Embedder:
-    return OnnxInt8Embedder(model_dir=tmp_path_factory.mktemp("onnx"))
+def embedder(onnx_model_dir: Path) -> OnnxInt8Embedder:
+    return OnnxInt8Embedder(model_dir=onnx_model_dir)
 
 
 @pytest.mark.slow  # the first use exports and quantizes the graph (tens of seconds)
