@@ -5,7 +5,8 @@ poll), then run through the consolidate flow (read, embed, segment, write
 episodes and checkpoints, salience, facts, reflection) with the offline
 provider. Model loading and the start of Prefect's ephemeral API are warmed up
 outside both timings; ingest is timed apart. The embedder is the default
-(`EPISODIC_EMBEDDER`'s default) unless named."""
+(`EPISODIC_EMBEDDER`'s default) unless named. Three runs, each on a fresh
+store; the median run is reported, every run's ratio beside it."""
 
 from __future__ import annotations
 
@@ -22,8 +23,26 @@ DEFAULT_EMBEDDER: str = Settings.model_fields["embedder"].default
 
 
 def bench_pipeline(
-    turns: int = 20_000, embedder: str = DEFAULT_EMBEDDER, users: int = 10
+    turns: int = 20_000, embedder: str = DEFAULT_EMBEDDER, users: int = 10, repeats: int = 3
 ) -> dict[str, Any]:
+    """`repeats` times on a fresh store each: on a shared 2-core VM one run's
+    ratio moved by .15 between identical runs (docs/perf/notes.md), so the
+    figure is the median run's, with the range beside it."""
+    runs = sorted((_one_run(turns, embedder, users) for _ in range(max(1, repeats))),
+                  key=lambda r: r["ratio"])  # fmt: skip
+    res = runs[(len(runs) - 1) // 2]  # the median run (the lower one of an even count)
+    res["repeats"] = len(runs)
+    res["ratio_range"] = [runs[0]["ratio"], runs[-1]["ratio"]]
+    res["runs"] = [
+        {"ratio": r["ratio"], "seconds": r["seconds"], "load_avg_1m": r["machine"]["load_avg_1m"]}
+        for r in runs
+    ]
+    res["targets"] = {"ratio": target(res["ratio"], ">=", TARGET_RATIO)}
+    report("pipeline", res)
+    return res
+
+
+def _one_run(turns: int, embedder: str, users: int) -> dict[str, Any]:
     with bench_env(embedder) as memory:
         rt = memory.rt
         items = realistic_turns(turns, users=users)
@@ -45,7 +64,7 @@ def bench_pipeline(
 
     tps = len(items) / pipe_s
     etps = len(items) / embed_s
-    res: dict[str, Any] = {
+    return {
         "benchmark": "pipeline",
         "turns": len(items),
         "users": users,
@@ -65,6 +84,3 @@ def bench_pipeline(
         "stages": summary["stages"],  # where the pipeline's time went
         "machine": machine(),
     }
-    res["targets"] = {"ratio": target(res["ratio"], ">=", TARGET_RATIO)}
-    report("pipeline", res)
-    return res

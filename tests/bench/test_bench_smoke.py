@@ -22,8 +22,12 @@ def test_pipeline_reports_throughput_and_ratio() -> None:
     shared_data("dialseg711")
     from episodic.bench.pipeline import bench_pipeline
 
-    res = bench_pipeline(turns=300, embedder="hash", users=3)
+    res = bench_pipeline(turns=300, embedder="hash", users=3, repeats=2)
     assert res["turns"] == 300
+    assert res["repeats"] == len(res["runs"]) == 2
+    low, high = res["ratio_range"]
+    assert low == res["ratio"] <= high  # the lower of two is the median reported
+    assert sorted(r["ratio"] for r in res["runs"]) == [low, high]
     assert res["turns_per_s"] > 0 and res["embed_only_turns_per_s"] > 0
     assert math.isclose(
         res["ratio"], res["turns_per_s"] / res["embed_only_turns_per_s"], rel_tol=0.02, abs_tol=1e-3
