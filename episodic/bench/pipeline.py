@@ -28,8 +28,8 @@ def bench_pipeline(
     """`repeats` times on a fresh store each: on a shared 2-core VM one run's
     ratio moved by .15 between identical runs (docs/perf/notes.md), so the
     figure is the median run's, with the range beside it."""
-    runs = sorted((_one_run(turns, embedder, users) for _ in range(max(1, repeats))),
-                  key=lambda r: r["ratio"])  # fmt: skip
+    runs = [_one_run(turns, embedder, users) for _ in range(max(1, repeats))]
+    runs.sort(key=lambda r: r["ratio"])
     res = runs[(len(runs) - 1) // 2]  # the median run (the lower one of an even count)
     res["repeats"] = len(runs)
     res["ratio_range"] = [runs[0]["ratio"], runs[-1]["ratio"]]
