@@ -101,7 +101,8 @@ def test_cases_written_before_their_rules_are_reported_apart() -> None:
 # .63); held-out-16, blind, .51 / .50 on the morning's rules and .59 / .55
 # after those rounds, never tuned on (held-out-7 .49 / .74); held-out-17,
 # blind, .55 / .50 on the morning's rules and .575 / .55 after them, with one
-# wrong supersession found and fixed.
+# wrong supersession found and fixed; held-out-18, blind, measured once as
+# written on 28ef25c (.656 / .536), never tuned on.
 FLOORS = {
     "before": (0.95, 0.95),
     "held-out-2": (0.90, 0.90),
@@ -120,4 +121,5 @@ FLOORS = {
     "held-out-15": (0.70, 0.58),
     "held-out-16": (0.55, 0.50),
     "held-out-17": (0.55, 0.50),
+    "held-out-18": (0.62, 0.50),
 }
