@@ -4,6 +4,8 @@ figures are sane. Never a wall-clock assertion: benchmarks measure."""
 from __future__ import annotations
 
 import math
+import os
+import time
 
 import pytest
 
@@ -33,7 +35,35 @@ def test_pipeline_reports_throughput_and_ratio() -> None:
         res["ratio"], res["turns_per_s"] / res["embed_only_turns_per_s"], rel_tol=0.02, abs_tol=1e-3
     )
     assert res["episodes"] > 0
+    cpu = res["cpu"]
+    for phase in ("embed_only", "pipeline"):
+        assert cpu[phase]["wall_s"] > 0 and cpu[phase]["core_s"] >= 0  # hash: a few ms
+        busy = cpu[phase]["cores_busy"]
+        assert busy is None or 0 <= busy <= (os.cpu_count() or 1) + 0.01
+    # the same clock as the ratio's seconds, and the rest is their difference
+    assert cpu["pipeline"]["wall_s"] == res["seconds"]["pipeline"]
+    rest = cpu["pipeline"]["core_s"] - cpu["embed_only"]["core_s"]
+    assert math.isclose(cpu["rest_core_s"], rest, abs_tol=0.02)
+    assert [r["rest_core_s"] for r in res["runs"]] != [None, None]
     _target_shape(res)
+
+
+def test_cpu_clock_counts_this_process_work() -> None:
+    from episodic.bench.cpu_clock import CpuClock
+
+    with CpuClock() as idle:
+        time.sleep(0.3)
+    with CpuClock() as busy:
+        # spin for CPU time, not wall time: a loaded machine only stretches it
+        start = time.process_time()
+        while time.process_time() - start < 0.25:
+            pass
+    assert idle.wall_s >= 0.3
+    assert busy.core_s >= 0.25 > idle.core_s
+    if busy.cores_busy is not None:  # a machine with /proc/stat
+        # the machine's busy core-seconds hold at least this process's own
+        # (less a few 10 ms ticks of /proc/stat's granularity)
+        assert busy.cores_busy * busy.wall_s >= 0.2
 
 
 def test_reference_reports_a_speedup() -> None:
