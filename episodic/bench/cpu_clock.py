@@ -14,7 +14,7 @@ from typing import Any
 
 
 def _machine_ticks() -> tuple[int, int, int] | None:
-    """(all ticks, idle ticks, cores) of the machine since boot; None off Linux."""
+    """(all ticks, ticks not busy, cores) of the machine since boot; None off Linux."""
     try:
         with open("/proc/stat", encoding="utf-8") as fh:
             lines = fh.read().splitlines()
@@ -22,7 +22,10 @@ def _machine_ticks() -> tuple[int, int, int] | None:
     except (OSError, ValueError, IndexError):
         return None
     cores = sum(1 for ln in lines if ln.startswith("cpu") and ln[3:4].isdigit())
-    return sum(fields), fields[3] + fields[4], max(1, cores)  # idle + iowait
+    # user nice system idle iowait irq softirq steal (guest time is inside user);
+    # not busy here: idle, iowait and steal (the host ran something else)
+    ticks = fields[:8] + [0] * (8 - len(fields[:8]))
+    return sum(ticks), ticks[3] + ticks[4] + ticks[7], max(1, cores)
 
 
 class CpuClock:
