@@ -151,13 +151,18 @@ def to_row(obj: Any, dim: int, **extra: Any) -> dict[str, Any]:
     }
 
 
+@cache
+def _fields(spec: TableSpec) -> tuple[tuple[str, str, bool], ...]:
+    """`_plan` without the storage-only columns: what a row's object is built from."""
+    skip = {c.name for c in spec.extra}
+    return tuple(p for p in _plan(spec) if p[0] not in skip)
+
+
 def from_row(row_type: type[T], row: Mapping[str, Any]) -> T:
     """The domain object of a stored row; storage-only columns are dropped."""
-    spec = _spec_of(row_type)
-    skip = {c.name for c in spec.extra}
     kwargs: dict[str, Any] = {}
-    for name, kind, optional in _plan(spec):
-        if name in skip or name not in row:
+    for name, kind, optional in _fields(_spec_of(row_type)):
+        if name not in row:
             continue
         value = _decode(kind, optional, row[name])
         if value is not _OMIT:
