@@ -37,14 +37,17 @@ def test_pipeline_reports_throughput_and_ratio() -> None:
     assert res["episodes"] > 0
     cpu = res["cpu"]
     for phase in ("embed_only", "pipeline"):
-        assert cpu[phase]["wall_s"] > 0 and cpu[phase]["core_s"] >= 0  # hash: a few ms
+        # the hash embedder takes a few ms: rounded to 2 places, it may read 0
+        assert cpu[phase]["wall_s"] >= 0 and cpu[phase]["core_s"] >= 0
         busy = cpu[phase]["cores_busy"]
         assert busy is None or 0 <= busy <= (os.cpu_count() or 1) + 0.01
+    assert cpu["pipeline"]["wall_s"] > 0 and cpu["pipeline"]["core_s"] > 0
     # the same clock as the ratio's seconds, and the rest is their difference
     assert cpu["pipeline"]["wall_s"] == res["seconds"]["pipeline"]
+    assert cpu["embed_only"]["wall_s"] == res["seconds"]["embed_only"]
     rest = cpu["pipeline"]["core_s"] - cpu["embed_only"]["core_s"]
     assert math.isclose(cpu["rest_core_s"], rest, abs_tol=0.02)
-    assert [r["rest_core_s"] for r in res["runs"]] != [None, None]
+    assert cpu["rest_core_s"] in [r["rest_core_s"] for r in res["runs"]]  # the median run's
     _target_shape(res)
 
 
