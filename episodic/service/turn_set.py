@@ -45,6 +45,13 @@ class TurnRow:
     event_ts: datetime
 
 
+# the roles a question names as a party ("where does the user live"): their
+# turns answer it (the user's "I moved to Berlin", not the agent's "grep -rn
+# timezone", whose document holds the user's turn before it); "tool" and
+# "system" are nouns of a question more often than its parties
+PARTIES = frozenset({"user", "assistant"})
+
+
 def _speaker(role: str, meta: dict[str, Any]) -> str:
     name = meta.get("speaker")
     return str(name) if isinstance(name, str) and name else role
@@ -83,8 +90,8 @@ class TurnSet:
         self._after = array("i")
         self._pending: dict[str, np.ndarray] = {}  # vectors of turns not yet read
         self.newest: datetime | None = None
-        # the people who speak in the turns (a speaker named besides the role):
-        # names the query's vector for turns drops; "user" is a role, not a name
+        # who speaks in the turns, as a question names them: the people named
+        # besides the role, and the parties of an agent's stream ("the user")
         self.speakers: set[str] = set()
         self._text_bytes = 0
 
@@ -127,7 +134,7 @@ class TurnSet:
         if isinstance(cap, str) and cap:
             self._captions[at] = cap
         self._pos[row.turn_id] = at
-        if row.speaker != str(r["role"]):
+        if row.speaker != str(r["role"]) or row.speaker in PARTIES:
             self.speakers.add(row.speaker)
         self._at[(row.stream_id, row.seq)] = at
         self.bm25.add(tokens(self.doc(at)))

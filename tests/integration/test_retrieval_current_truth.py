@@ -2,8 +2,8 @@
 cases (bench/current_truth_cases.py, written before the ranking), each goes
 through add -> consolidate -> add ten days later -> consolidate, and the
 shipped search's first hit must hold the current value. "where does the
-user live" must be answered by the active fact. In-sample: 9/10 on all ten
-(3/10 before issue 31's ranking)."""
+user live" must be answered by the active fact. In-sample: 10/10 on all ten
+(3/10 before issue 31's ranking, 9/10 before "the user" named a party)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from episodic.adapters.embedded import Memory
 from episodic.bench.current_truth import run_current_truth
 from episodic.config import Settings
 
-SLICE = ("city", "employer", "pet", "image_size", "car")
+SLICE = ("city", "employer", "pet", "image_size", "car", "team_size")
 
 
 def test_the_current_value_comes_first(tmp_path: Path) -> None:
@@ -49,4 +49,10 @@ def test_the_demo_asks_its_facts_by_meaning_not_by_the_word_user(
         pet = m.search("demo", "does the user have a pet", k=10, record=False)
     assert live[0].kind == "fact" and "Berlin" in live[0].text, live[:2]
     assert live[0].text_rank == 0 and live[0].relevance == 1.0, live[0]
+    # "the user" names a party: the user's own turn that says it comes next,
+    # not the agent's grep whose document holds the user's turn before it
+    turns = [h for h in live if h.kind == "turn"]
+    assert "moved to Berlin" in turns[0].text, [h.text for h in turns]
+    said_by = [t.speaker for h in turns[:3] for t in h.turns if t.turn_id == h.item_id]
+    assert said_by == ["user"] * 3, [(h.text, said_by) for h in turns[:3]]
     assert [h.text for h in pet if h.kind == "fact"] == [], pet

@@ -3,8 +3,10 @@ turn documents and the context around a hit."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
+import pyarrow as pa
 import pytest
 
 from episodic.retrieval import (
@@ -26,6 +28,7 @@ from episodic.retrieval import (
     turn_line,
     without_speakers,
 )
+from episodic.service.turn_set import TurnSet
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -153,3 +156,32 @@ def test_the_one_speaker_a_question_names() -> None:
     assert named_speaker("What games do Nicolas and Nebraas play?", people) is None  # two
     assert named_speaker("what does the code review say", people) is None  # a label, not a person
     assert named_speaker("where does the user live", set()) is None  # roles are not speakers
+
+
+def test_an_agents_stream_names_its_parties_not_its_tools() -> None:
+    """Turns labelled by their role alone: "the user" and "the assistant" are
+    parties a question names, "tool" is not; a chat's people are named as
+    before and its roles are not parties (each turn has a name)."""
+    agent = TurnSet(4)
+    agent.add_raw(_turns([("user", None), ("assistant", None), ("tool", None)]))
+    assert agent.speakers == {"user", "assistant"}
+    assert named_speaker("where does the user live", agent.speakers) == "user"
+    assert without_speakers("where does the user live", agent.speakers) == "where does the live"
+    assert named_speaker("which tool failed", agent.speakers) is None
+    chat = TurnSet(4)
+    chat.add_raw(_turns([("user", "Nicolas"), ("assistant", "Nebraas")]))
+    assert chat.speakers == {"Nicolas", "Nebraas"}
+    assert named_speaker("where does the user live", chat.speakers) is None
+
+
+def _turns(said: list[tuple[str, str | None]]) -> pa.Table:
+    t0 = datetime(2025, 3, 1, 9, 0)
+    return pa.table({
+        "turn_id": [f"t{i}" for i in range(len(said))],
+        "stream_id": ["s"] * len(said),
+        "seq": list(range(len(said))),
+        "role": [role for role, _ in said],
+        "text": [f"turn {i}" for i in range(len(said))],
+        "event_ts": [t0 + timedelta(minutes=i) for i in range(len(said))],
+        "meta": [json.dumps({"speaker": name} if name else {}) for _, name in said],
+    })  # fmt: skip
