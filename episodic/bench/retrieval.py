@@ -43,6 +43,7 @@ from episodic.bench.retrieval_store import (
 )
 from episodic.lexical import tokens
 from episodic.models import now_utc
+from episodic.retrieval import StaleValues
 
 TARGET_P50_MS = 20.0
 TARGET_P95_MS = 50.0
@@ -143,7 +144,7 @@ def _parts(memory: Any, qs: list[tuple[str, str]]) -> dict[str, Any]:
                 got, t = _timed(s._row_candidates, items, kind, q, qv, 100)
                 ms.setdefault(f"{kind}_bm25_cosine", []).append(t)
                 raw += got
-            stale, t = _timed(s.stale_facts, um.facts)
+            stale, t = _timed(lambda f: StaleValues(s.stale_facts(f)), um.facts)
             ms.setdefault("superseded_facts", []).append(t)
             at = um.turns.newest or now_utc()
             cands, t = _timed(s._score_all, raw, stale, at, w)

@@ -25,10 +25,10 @@ from episodic.retrieval import (
     STALE_PENALTY,
     Components,
     ScoreWeights,
+    StaleValues,
     context_rows,
     fixed_score,
     named_speaker,
-    states_stale,
     without_speakers,
 )
 from episodic.service.item_set import ItemSet
@@ -182,7 +182,7 @@ def _context(ts: TurnSet, at: int) -> list[HitTurn]:
 
 def _score_all(
     raw: Sequence[_Raw],
-    stale: Sequence[tuple[str, str | None]],
+    stale: StaleValues,
     at: datetime,
     w: ScoreWeights,
     passages: bool = True,
@@ -222,7 +222,7 @@ def _score_all(
         comp = fixed_score(h.rrf, t or at, imp, at, w, around)
         if t is None:
             comp = _without_recency(comp, w)
-        if kind == "turns" and stale and states_stale(str(r["line"]), stale):
+        if kind == "turns" and stale and stale.stated_by(str(r["line"])):
             comp = _penalised(comp, STALE_PENALTY)
         out.append((comp, kind, h, r))
         keys = [h.item_id]
@@ -292,7 +292,8 @@ def search_memory(
         newest = um.turns.newest
         at = min(now, newest) if newest is not None else now
         passages = len(um.turns) >= PASSAGE_MIN_TURNS
-        cands = _score_all(raw, stale_facts(um.facts), at, opts.weights, passages)
+        stale = StaleValues(stale_facts(um.facts))
+        cands = _score_all(raw, stale, at, opts.weights, passages)
         cands.sort(key=lambda c: (-c[0].score, c[2].item_id))
         out = _hits(um.turns, cands, opts)
     if opts.record and out:
