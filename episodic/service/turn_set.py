@@ -30,7 +30,7 @@ from episodic.retrieval import (
 )
 from storage.codec import to_aware
 
-RAW_COLUMNS = ("turn_id", "stream_id", "seq", "role", "text", "event_ts", "meta")
+RAW_COLUMNS = ("turn_id", "stream_id", "seq", "role", "kind", "text", "event_ts", "meta")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,14 +137,15 @@ class TurnSet:
         if row.speaker != str(r["role"]) or row.speaker in PARTIES:
             self.speakers.add(row.speaker)
         self._at[(row.stream_id, row.seq)] = at
-        self.bm25.add(tokens(self.doc(at)))
+        tool = str(r["role"]) == "tool" or str(r.get("kind") or "").startswith("tool-")
+        self.bm25.add(tokens(self.doc(at, tool)))
         if self.newest is None or ts > self.newest:
             self.newest = ts
 
-    def doc(self, at: int) -> str:
+    def doc(self, at: int, tool: bool = False) -> str:
         """The turn's search document (`retrieval.turn_doc`)."""
         row = self.rows[at]
-        before = doc_before(row.speaker, self._earlier(row))
+        before = None if tool else doc_before(row.speaker, self._earlier(row))
         return turn_doc(self.line(at), before, days_of(row.text, row.event_ts))
 
     def _earlier(self, row: TurnRow) -> list[tuple[str, str]]:

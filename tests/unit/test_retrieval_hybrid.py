@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pytest
 
+from episodic.lexical import tokens
 from episodic.retrieval import (
     PASSAGE_TURNS,
     RRF_K,
@@ -174,14 +175,39 @@ def test_an_agents_stream_names_its_parties_not_its_tools() -> None:
     assert named_speaker("where does the user live", chat.speakers) is None
 
 
-def _turns(said: list[tuple[str, str | None]]) -> pa.Table:
+def test_a_tool_turns_document_holds_no_turn_before_it() -> None:
+    """The request's words draw the request and the agent's reply to it, not
+    the tool call it ran or the tool's output ("why were users logged out"
+    drew "grep -rn ..." after "Users are getting logged out")."""
+    ts = TurnSet(4)
+    ts.add_raw(
+        _turns(
+            [("user", None), ("assistant", None), ("tool", None), ("assistant", None)],
+            texts=["users are getting logged out", "grep -rn refresh app/auth/",
+                   "app/auth/tokens.py:88: def refresh", "the clock on auth-1 is ahead"],
+            kinds=["user-question", "tool-call", "tool-success", "assistant-answer"],
+        )
+    )  # fmt: skip
+    drawn = {ts.rows[p].turn_id for p, _ in ts.bm25.top(tokens("logged out"), 10)}
+    assert drawn == {"t0"}, drawn  # the tool call and its output: their own words only
+    assert {ts.rows[p].turn_id for p, _ in ts.bm25.top(tokens("refresh"), 10)} == {
+        "t1", "t2", "t3",  # the reply after the tool's output still holds it
+    }  # fmt: skip
+
+
+def _turns(
+    said: list[tuple[str, str | None]],
+    texts: list[str] | None = None,
+    kinds: list[str] | None = None,
+) -> pa.Table:
     t0 = datetime(2025, 3, 1, 9, 0)
     return pa.table({
         "turn_id": [f"t{i}" for i in range(len(said))],
         "stream_id": ["s"] * len(said),
         "seq": list(range(len(said))),
         "role": [role for role, _ in said],
-        "text": [f"turn {i}" for i in range(len(said))],
+        "kind": kinds or ["other"] * len(said),
+        "text": texts or [f"turn {i}" for i in range(len(said))],
         "event_ts": [t0 + timedelta(minutes=i) for i in range(len(said))],
         "meta": [json.dumps({"speaker": name} if name else {}) for _, name in said],
     })  # fmt: skip
