@@ -451,6 +451,27 @@ def eval_current_truth(
     )
 
 
+@eval_app.command("agent-recall")
+def eval_agent_recall(
+    embedder: str | None = typer.Option(None, "--embedder", help="default: the default one"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Where the answer ranks for twenty questions about the demo's agent
+    transcript, written blind (MRR, hit@1, hit@5 of the first evidence turn)."""
+    from episodic.bench.agent_recall import run_agent_recall
+
+    with spinner("evaluating recall on the agent transcript", show_progress(as_json)):
+        res = run_agent_recall(embedder=embedder)
+    show(
+        as_json,
+        res,
+        f"MRR {res['mrr']:.3f}, hit@1 {res['hit_at_1']:.2f}, hit@5 {res['hit_at_5']:.2f}"
+        f" ({res['n_questions']} questions)",
+        ("question", "first evidence turn"),
+        ((r["q"][:70], str(r["first"] or "-")) for r in res["questions"]),
+    )
+
+
 @app.command()
 def bench(
     name: str = typer.Argument(
