@@ -20,17 +20,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from episodic.samples import DEMO_TRANSCRIPT
+
 QUESTIONS = Path(__file__).with_name("agent_questions.json")
 USER = "demo"
 
 
-def _first_rank(hits: list[Any], want: set[tuple[str, str]]) -> int | None:
-    """1-based rank of the first turn hit that is an evidence turn, or None."""
+def _answer_place(hits: list[Any], want: set[tuple[str, str]]) -> int | None:
+    """1-based place of the first turn hit that is an evidence turn, or None."""
     turns = [h for h in hits if h.kind == "turn"]
-    for rank, h in enumerate(turns, start=1):
+    for place, h in enumerate(turns, start=1):
         own = [t for t in h.turns if t.turn_id == h.item_id]
         if any((t.stream_id, t.text) in want for t in own):
-            return rank
+            return place
     return None
 
 
@@ -38,7 +40,6 @@ def run_agent_recall(
     *, embedder: str | None = None, workdir: str | Path | None = None, k: int = 10
 ) -> dict[str, Any]:
     """The questions on the demo transcript; `embedder` None: the default."""
-    from episodic.adapters.cli.demo import SAMPLE
     from episodic.adapters.embedded import Memory
     from episodic.config import Settings
 
@@ -49,13 +50,13 @@ def run_agent_recall(
     try:
         settings = Settings.model_validate({"home": home, "embedder": chosen, "llm": "offline"})
         with Memory(settings) as memory:
-            memory.ingest(SAMPLE, "jsonl")
+            memory.ingest(DEMO_TRANSCRIPT, "jsonl")
             memory.consolidate(flush=True)
             rows = []
             for q in questions:
                 want = {(e["stream_id"], e["text"]) for e in q["evidence"]}
                 hits = memory.search(USER, q["q"], k=k, record=False)
-                rows.append({"q": q["q"], "about": q["about"], "first": _first_rank(hits, want)})
+                rows.append({"q": q["q"], "about": q["about"], "first": _answer_place(hits, want)})
     finally:
         if workdir is None:
             shutil.rmtree(home, ignore_errors=True)

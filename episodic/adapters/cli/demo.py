@@ -3,17 +3,16 @@ it, and show what memory now holds, every step one call of the memory service.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-import episodic
+from episodic.samples import DEMO_TRANSCRIPT
 from episodic.service.memory import Memory
 
-SAMPLE = Path(episodic.__file__).parent / "samples" / "demo_agent.jsonl"
+SAMPLE = DEMO_TRANSCRIPT
 USER = "demo"
 QUERY = "where does the user live"
 
