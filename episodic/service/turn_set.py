@@ -143,7 +143,8 @@ class TurnSet:
             self.newest = ts
 
     def doc(self, at: int, tool: bool = False) -> str:
-        """The turn's search document (`retrieval.turn_doc`)."""
+        """The turn's search document (`retrieval.turn_doc`); a `tool` turn (a
+        call or an output, not a reply to a person) without the turns before it."""
         row = self.rows[at]
         before = None if tool else doc_before(row.speaker, self._earlier(row))
         return turn_doc(self.line(at), before, days_of(row.text, row.event_ts))
