@@ -343,11 +343,6 @@ def _bare(word: str) -> str:
     return "".join(_WORD.findall(w))
 
 
-def states_stale(line: str, stale: Sequence[tuple[str, str | None]]) -> bool:
-    """Whether a turn states a value that is no longer true (`StaleValues`)."""
-    return StaleValues(stale).stated_by(line)
-
-
 class StaleValues:
     """The values of the facts that are no longer true, read once for all the
     turns a search scores (their words were split again for every candidate

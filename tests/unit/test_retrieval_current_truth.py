@@ -4,7 +4,7 @@ replaced it."""
 
 from __future__ import annotations
 
-from episodic.retrieval import rarer_terms, states_stale
+from episodic.retrieval import StaleValues, rarer_terms
 
 FACTS = ["User lives in Amsterdam", "User loves the canals", "User works as a data analyst"]
 
@@ -29,12 +29,14 @@ STALE = [
 
 
 def test_the_superseded_statement_is_stale() -> None:
-    assert states_stale("user: Hi! I live in Lisbon and I work as a data analyst.", STALE)
-    assert states_stale("user: I drive a Toyota Corolla to work every day.", STALE)
+    assert StaleValues(STALE).stated_by("user: Hi! I live in Lisbon and I work as a data analyst.")
+    assert StaleValues(STALE).stated_by("user: I drive a Toyota Corolla to work every day.")
 
 
 def test_the_replacing_statement_and_passing_mentions_are_current() -> None:
-    assert not states_stale("user: I moved to Amsterdam from Lisbon, I live there now.", STALE)
-    assert not states_stale("user: I sold the Corolla and bought a Tesla Model 3.", STALE)
-    assert not states_stale("user: where do you live?", STALE)
-    assert not states_stale("anything", [])
+    assert not StaleValues(STALE).stated_by(
+        "user: I moved to Amsterdam from Lisbon, I live there now."
+    )
+    assert not StaleValues(STALE).stated_by("user: I sold the Corolla and bought a Tesla Model 3.")
+    assert not StaleValues(STALE).stated_by("user: where do you live?")
+    assert not StaleValues([]).stated_by("anything")
