@@ -35,7 +35,10 @@ def _ms(xs: list[float]) -> dict[str, float]:
     }
 
 
-def bench_hook(calls: int = 30, starts: int = 5) -> dict[str, Any]:
+def bench_hook(calls: int = 30, starts: int = 15) -> dict[str, Any]:
+    """`starts` starts of each command: one start of `episodic status` moved
+    by a quarter between runs on a shared 2-core VM, so five gave a median
+    that moved by 150 ms (docs/perf/notes.md)."""
     bindir = Path(sys.executable).parent
     hook = str(bindir / "episodic-hook")
     cli = str(bindir / "episodic")
