@@ -32,10 +32,10 @@ install: $(VENV)/.installed bytecode
 
 # the project's own bytecode: pip compiles what it installs but not an editable
 # tree, and where PYTHONDONTWRITEBYTECODE is set (this sandbox, many CI images)
-# every command compiled the modules it imports again (~60 ms of `episodic
+# every command compiled the modules it imports again (60-140 ms of `episodic
 # status`); a no-op when the files are current
 bytecode: $(VENV)/.installed
-	$(PY) -m compileall -q episodic storage tasks flows
+	@$(PY) -m compileall -q episodic storage tasks flows
 
 demo: install
 	EPISODIC_HOME=$(HOME_DIR) $(VENV)/bin/episodic demo

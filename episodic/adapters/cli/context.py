@@ -34,7 +34,7 @@ def memory() -> Memory:
 def _collector_paused() -> Iterator[None]:
     """The service's first import (LanceDB, pyarrow, the models) makes
     objects that live as long as the process: the cyclic collector's passes
-    meanwhile free nothing and cost a command's start about 50 ms."""
+    meanwhile free nothing and cost a command's start some tens of ms."""
     was = gc.isenabled()
     gc.disable()
     try:
