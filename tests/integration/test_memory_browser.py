@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from episodic.adapters.cli.demo import SAMPLE
 from episodic.adapters.embedded import Memory
+from episodic.samples import DEMO_TRANSCRIPT
 from flows.reflect import reflect
 from tests.integration.api_support import Server, api_server
 from tests.integration.chromium import headless_chromium
@@ -41,7 +41,7 @@ def home(tmp_path: Path, prefect_harness: None) -> Path:
     """The demo sample and bob's stream, consolidated, with reflections."""
     home = tmp_path / "home"
     with Memory(settings_at(home)) as m:
-        m.ingest(SAMPLE, "jsonl")
+        m.ingest(DEMO_TRANSCRIPT, "jsonl")
         bob = synthetic_stream(user="bob", stream="bob-chat", n_per_topic=4)
         for t in bob:
             t["text"] = f"{t['text']} {CANARY}"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from episodic.adapters.cli.demo import SAMPLE
 from episodic.adapters.embedded import Memory
 from episodic.bench.current_truth import run_current_truth
 from episodic.config import Settings
+from episodic.samples import DEMO_TRANSCRIPT
 
 SLICE = ("city", "employer", "pet", "image_size", "car", "team_size")
 
@@ -43,7 +43,7 @@ def test_the_demo_asks_its_facts_by_meaning_not_by_the_word_user(
     (Rex's fact is deleted) no active fact may come back on "user" alone."""
     default = Settings.model_fields["embedder"].default
     with Memory(Settings(home=tmp_path / "home", embedder=default, llm="offline")) as m:
-        m.ingest(SAMPLE, "jsonl")
+        m.ingest(DEMO_TRANSCRIPT, "jsonl")
         m.consolidate(flush=True)
         live = m.search("demo", "where does the user live", k=5, record=False)
         pet = m.search("demo", "does the user have a pet", k=10, record=False)

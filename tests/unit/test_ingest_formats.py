@@ -12,10 +12,11 @@ from episodic.errors import IngestError
 from episodic.ingest import FORMATS, detect_format, make_turn, parse_file, parse_with_stats
 from episodic.ingest.locomo import parse_session_date
 from episodic.models import Rejected, TurnIn
+from episodic.samples import DEMO_TRANSCRIPT
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "ingest"
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev5.json"
-SAMPLE = Path(__file__).resolve().parents[2] / "episodic" / "samples" / "demo_agent.jsonl"
+SAMPLE = DEMO_TRANSCRIPT
 
 
 def split(items: list[TurnIn | Rejected]) -> tuple[list[TurnIn], list[Rejected]]:

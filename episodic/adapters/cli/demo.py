@@ -12,7 +12,6 @@ from rich.table import Table
 from episodic.samples import DEMO_TRANSCRIPT
 from episodic.service.memory import Memory
 
-SAMPLE = DEMO_TRANSCRIPT
 USER = "demo"
 QUERY = "where does the user live"
 
@@ -28,9 +27,9 @@ def run_demo(console: Console, memory: Memory) -> dict[str, Any]:
         f"store: {rt.store.uri}\nembedder: {rt.embedder.name}, LLM: {rt.provider.name}",
         markup=False,
     )
-    rep = memory.ingest(SAMPLE, "jsonl")
+    rep = memory.ingest(DEMO_TRANSCRIPT, "jsonl")
     console.print(
-        f"\n[bold]1. ingest[/bold] {SAMPLE.name}: accepted {rep.accepted}, duplicates "
+        f"\n[bold]1. ingest[/bold] {DEMO_TRANSCRIPT.name}: accepted {rep.accepted}, duplicates "
         f"{rep.duplicates} (a rerun adds nothing), rejected {rep.rejected}"
     )
     # the sample is a finished replay: flush closes its trailing episode too
