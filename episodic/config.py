@@ -209,16 +209,20 @@ def crashpoint_spec() -> str | None:
     return os.environ.get(f"{PREFIX}CRASHPOINT") or None
 
 
-def apply_prefect_env(*, quiet: bool = False) -> None:
-    """Prefect settings for a process episodic starts (the CLI, tests); call
-    before prefect is imported. A value the user set is kept. Importing a
-    module never calls this: only entry points do."""
-    home = HomeSettings().home
-    os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
-    try:
-        Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
-    except OSError:
-        pass  # Prefect reports it; an unwritable home is the user's to fix
+def apply_prefect_env(*, quiet: bool = False, home: bool = True) -> None:
+    """Prefect settings for a process episodic starts (the CLI, tests, and the
+    Python face on first use of `episodic.Memory`); call before prefect is
+    imported. A value the user set is kept. Importing a module never calls
+    this: only entry points do. `home`: Prefect's database under
+    EPISODIC_HOME (not for the Python face: its home comes in `Settings`, and
+    the variable would pass to every process the host starts)."""
+    if home:
+        path = HomeSettings().home
+        os.environ.setdefault("PREFECT_HOME", str(path / "prefect"))
+        try:
+            Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass  # Prefect reports it; an unwritable home is the user's to fix
     # the 20 s default timed out on a loaded 2-core machine
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -226,4 +230,6 @@ def apply_prefect_env(*, quiet: bool = False) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     if quiet:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        # the terminal hears warnings only; a run's log still reaches the
+        # Prefect UI (a logger level of WARNING dropped it before the API's handler)
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")

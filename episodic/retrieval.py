@@ -332,6 +332,29 @@ def named_speaker(query: str, speakers: Collection[str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
+def naming_the_user(query: str, user_id: str) -> str:
+    """The query with the memory's own user, named by the id it is kept under,
+    written "the user" ("Where does Alice live" -> "Where does the user
+    live"): facts are written "User ...", and all-MiniLM-L6-v2 puts "where does
+    alice live" at .26 to "User moved to Berlin last week", under the floor of
+    an item no query word reaches, against .50 for "the user". Only an id that
+    is a person's name (letters and spaces), and only where the query writes
+    it as one: capitalised and not as its first word, unless possessive (an
+    id such as "default" is an ordinary word too: "Default timeout?")."""
+    names = sorted(set(_name_words(user_id)), key=len, reverse=True)
+    if not names:
+        return query
+    alt = "|".join(re.escape(n) for n in names)
+    found = re.compile(rf"\b(?:{alt})(?:\s+(?:{alt}))*\b(?=(['\u2019]s\b)?)", re.I)
+
+    def the_user(m: re.Match[str]) -> str:
+        first = not query[: m.start()].strip()
+        as_name = m.group(0)[0].isupper() and (not first or m.group(1) is not None)
+        return ("The user" if first else "the user") if as_name else m.group(0)
+
+    return found.sub(the_user, query)
+
+
 def _name_words(speaker: str) -> list[str]:
     """The words of a speaker's name, none unless it is a person's name."""
     return _WORD.findall(speaker.lower()) if _NAME.fullmatch(speaker) else []

@@ -29,6 +29,7 @@ from episodic.retrieval import (
     context_rows,
     fixed_score,
     named_speaker,
+    naming_the_user,
     without_speakers,
 )
 from episodic.service.item_set import ItemSet
@@ -279,15 +280,18 @@ def search_memory(
     opts = opts or MemoryOptions()
     now = now or now_utc()
     with rt.working.user(user_id) as um:
-        bare = without_speakers(query, um.turns.speakers)
-        named = named_speaker(query, um.turns.speakers)
-        qvec, tvec = _query_vectors(rt, query, bare)
+        about = naming_the_user(query, user_id)
+        # a user who also speaks under that name is asked about by it
+        asked = query if named_speaker(user_id, um.turns.speakers) else about
+        bare = without_speakers(asked, um.turns.speakers)
+        named = named_speaker(asked, um.turns.speakers)
+        qvec, tvec = _query_vectors(rt, about, bare)
         raw: list[_Raw] = []
         if "turns" in opts.kinds:
             raw += _turn_candidates(um, bare, tvec, opts.pool, named)
         for kind, items in (("facts", um.facts), ("reflections", um.reflections)):
             if kind in opts.kinds:
-                raw += _row_candidates(items, kind, query, qvec, opts.pool)
+                raw += _row_candidates(items, kind, about, qvec, opts.pool)
         # the memory's own time: its newest event, never later than the clock
         newest = um.turns.newest
         at = min(now, newest) if newest is not None else now

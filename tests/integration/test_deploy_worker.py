@@ -5,12 +5,14 @@ flows served by `episodic serve`, which stops cleanly on SIGTERM."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from episodic.adapters.embedded import Memory
+from episodic.bench.servers import run_checked
 from episodic.config import Settings
 from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.prefect_server import (
@@ -155,3 +157,22 @@ def test_episodic_serve_runs_a_flow_and_stops_on_sigterm(server: Server) -> None
     assert code in (0, 143), f"exit {code} ({leftover.by}):\n{log[-3000:]}"
     assert "episodic serve: stopped" in log
     assert "Traceback" not in log
+
+
+def test_a_cli_run_is_quiet_in_the_terminal_and_logged_in_the_ui(server: Server) -> None:
+    """`episodic consolidate` against the server, in the CLI's own logging
+    (no PREFECT_LOGGING_LEVEL): the terminal shows no Prefect INFO line, and
+    the run's log in the UI says what happened."""
+    env = server.env()
+    env.pop("PREFECT_LOGGING_LEVEL")
+    _ingest(server, "u3")
+    cmd = [str(BIN / "episodic"), "consolidate", "--user", "u3", "--flush", "--json"]
+    res = run_checked(cmd, env, timeout=180)
+    assert json.loads(res.stdout)["episodes_closed"] > 0
+    assert "INFO" not in res.stderr, res.stderr[-3000:]
+    runs = server.post("/flow_runs/filter", {"flow_runs": {"name": {"like_": "consolidate-u3-"}}})
+    assert len(runs) == 1
+    logs = server.post("/logs/filter", {"logs": {"flow_run_id": {"any_": [runs[0]["id"]]}}})
+    messages = [entry["message"] for entry in logs]
+    assert any(m.startswith("read ") and "closed" in m for m in messages), messages
+    assert any(m.startswith("facts: ") for m in messages), messages

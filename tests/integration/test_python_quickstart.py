@@ -21,7 +21,11 @@ def quickstart() -> str:
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_readme_python_quickstart_runs(tmp_path: Path) -> None:
+def test_readme_python_quickstart_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from episodic.config import Settings as Defaults
+
+    # as written: the default embedder, not the suite's hash one
+    monkeypatch.setenv("EPISODIC_EMBEDDER", Defaults.model_fields["embedder"].default)
     code = quickstart()
     assert '"./agent-memory"' in code
     code = code.replace('"./agent-memory"', repr(str(tmp_path / "memory")))
@@ -34,6 +38,8 @@ def test_readme_python_quickstart_runs(tmp_path: Path) -> None:
     hits = [line.split(" ", 2) for line in lines[:-1]]
     assert hits and {h[0] for h in hits} <= {"turn", "fact", "reflection"}
     assert any("Berlin" in h[2] for h in hits)
+    # the question names the user by the id it is kept under: the fact leads
+    assert hits[0][0] == "fact" and "Berlin" in hits[0][2]
     memory = scope["memory"]
     # the block's `with` closed the memory; its data stays on disk
     from episodic import Memory

@@ -22,6 +22,7 @@ from episodic.retrieval import (
     doc_before,
     fixed_score,
     named_speaker,
+    naming_the_user,
     passage_relevance,
     relevance,
     rrf_scores,
@@ -173,6 +174,21 @@ def test_an_agents_stream_names_its_parties_not_its_tools() -> None:
     chat.add_raw(_turns([("user", "Nicolas"), ("assistant", "Nebraas")]))
     assert chat.speakers == {"Nicolas", "Nebraas"}
     assert named_speaker("where does the user live", chat.speakers) is None
+
+
+def test_a_question_naming_the_user_by_their_id_asks_about_the_user() -> None:
+    """Facts are written "User ...": the id the memory keeps a user under,
+    written as a name, reads as "the user"; an id that is also an ordinary
+    word ("default") is left alone where a word could stand."""
+    assert naming_the_user("Where does Alice live?", "alice") == "Where does the user live?"
+    assert naming_the_user("Alice's job?", "alice") == "The user's job?"
+    assert naming_the_user("What is Alice’s job", "alice") == "What is the user’s job"
+    assert naming_the_user("Where does Ann Lee work", "Ann Lee") == "Where does the user work"
+    # not as a name: lower case, a first word, a longer word, an id of no name's shape
+    assert naming_the_user("where does alice live", "alice") == "where does alice live"
+    assert naming_the_user("Default timeout?", "default") == "Default timeout?"
+    assert naming_the_user("Is Alicea here", "alice") == "Is Alicea here"
+    assert naming_the_user("What did Conv say", "conv-26") == "What did Conv say"
 
 
 def test_a_tool_turns_document_holds_no_turn_before_it() -> None:
