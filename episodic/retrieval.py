@@ -332,25 +332,43 @@ def named_speaker(query: str, speakers: Collection[str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
+# a capitalised word after these is more often a day or a month than a person
+# ("in June", "since May"); one before a number is a date ("May 3")
+_BEFORE_A_DATE = frozenset(
+    "in on since until till before after during of through from by next last this "
+    "early late mid every".split()
+)
+
+
 def naming_the_user(query: str, user_id: str) -> str:
     """The query with the memory's own user, named by the id it is kept under,
     written "the user" ("Where does Alice live" -> "Where does the user
-    live"): facts are written "User ...", and all-MiniLM-L6-v2 puts "where does
-    alice live" at .26 to "User moved to Berlin last week", under the floor of
-    an item no query word reaches, against .50 for "the user". Only an id that
-    is a person's name (letters and spaces), and only where the query writes
-    it as one: capitalised and not as its first word, unless possessive (an
-    id such as "default" is an ordinary word too: "Default timeout?")."""
+    live"), as facts and reflections are searched: they are written "User
+    ...", and all-MiniLM-L6-v2 puts "where does alice live" at .26 to "User
+    moved to Berlin last week", under the floor of an item no query word
+    reaches, against .50 for "the user". Only an id that is a person's name
+    (letters and spaces), and only where the query writes it as one:
+    capitalised, not as its first word unless possessive (an id such as
+    "default" is a word too: "Default timeout?"), not as a date ("in June",
+    "May 3")."""
     names = sorted(set(_name_words(user_id)), key=len, reverse=True)
     if not names:
         return query
     alt = "|".join(re.escape(n) for n in names)
-    found = re.compile(rf"\b(?:{alt})(?:\s+(?:{alt}))*\b(?=(['\u2019]s\b)?)", re.I)
+    found = re.compile(rf"\b(?:{alt})(?:\s+(?:{alt}))*\b(['\u2019]s\b)?(?=(\s*\d)?)", re.I)
 
     def the_user(m: re.Match[str]) -> str:
-        first = not query[: m.start()].strip()
-        as_name = m.group(0)[0].isupper() and (not first or m.group(1) is not None)
-        return ("The user" if first else "the user") if as_name else m.group(0)
+        before = query[: m.start()].split()
+        first = not before
+        as_name = (
+            m.group(0)[0].isupper()
+            and (not first or m.group(1) is not None)
+            and (first or before[-1].lower() not in _BEFORE_A_DATE)
+            and m.group(2) is None
+        )
+        if not as_name:
+            return m.group(0)
+        return ("The user" if first else "the user") + (m.group(1) or "")
 
     return found.sub(the_user, query)
 

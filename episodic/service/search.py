@@ -280,11 +280,9 @@ def search_memory(
     opts = opts or MemoryOptions()
     now = now or now_utc()
     with rt.working.user(user_id) as um:
-        about = naming_the_user(query, user_id)
-        # a user who also speaks under that name is asked about by it
-        asked = query if named_speaker(user_id, um.turns.speakers) else about
-        bare = without_speakers(asked, um.turns.speakers)
-        named = named_speaker(asked, um.turns.speakers)
+        bare = without_speakers(query, um.turns.speakers)
+        named = named_speaker(query, um.turns.speakers)
+        about = naming_the_user(query, user_id)  # for facts and reflections: "User ..."
         qvec, tvec = _query_vectors(rt, about, bare)
         raw: list[_Raw] = []
         if "turns" in opts.kinds:

@@ -178,8 +178,9 @@ def test_an_agents_stream_names_its_parties_not_its_tools() -> None:
 
 def test_a_question_naming_the_user_by_their_id_asks_about_the_user() -> None:
     """Facts are written "User ...": the id the memory keeps a user under,
-    written as a name, reads as "the user"; an id that is also an ordinary
-    word ("default") is left alone where a word could stand."""
+    written as a name, reads as "the user" when facts are searched; an id
+    that is also an ordinary word ("default", "june") is left alone where a
+    word or a date could stand."""
     assert naming_the_user("Where does Alice live?", "alice") == "Where does the user live?"
     assert naming_the_user("Alice's job?", "alice") == "The user's job?"
     assert naming_the_user("What is Alice’s job", "alice") == "What is the user’s job"
@@ -189,6 +190,10 @@ def test_a_question_naming_the_user_by_their_id_asks_about_the_user() -> None:
     assert naming_the_user("Default timeout?", "default") == "Default timeout?"
     assert naming_the_user("Is Alicea here", "alice") == "Is Alicea here"
     assert naming_the_user("What did Conv say", "conv-26") == "What did Conv say"
+    # a name that is also a month, where it reads as a date
+    assert naming_the_user("What happened in June?", "june") == "What happened in June?"
+    assert naming_the_user("Plans for May 3?", "may") == "Plans for May 3?"
+    assert naming_the_user("Does June like tea", "june") == "Does the user like tea"
 
 
 def test_a_tool_turns_document_holds_no_turn_before_it() -> None:
