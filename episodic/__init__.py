@@ -16,9 +16,9 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> Any:
     if name == "Memory":
-        from episodic.config import apply_prefect_env
+        from episodic.config import prefect_defaults
 
-        apply_prefect_env(quiet=True, home=False)  # offline: no telemetry, a quiet terminal
+        prefect_defaults(quiet=True)  # offline: no telemetry, a quiet terminal
         from episodic.adapters.embedded import Memory
 
         return Memory

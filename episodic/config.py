@@ -209,26 +209,29 @@ def crashpoint_spec() -> str | None:
     return os.environ.get(f"{PREFIX}CRASHPOINT") or None
 
 
-def apply_prefect_env(*, quiet: bool = False, home: bool = True) -> None:
-    """Prefect settings for a process episodic starts (the CLI, tests, and the
-    Python face on first use of `episodic.Memory`); call before prefect is
-    imported. A value the user set is kept. Importing a module never calls
-    this: only entry points do. `home`: Prefect's database under
-    EPISODIC_HOME (not for the Python face: its home comes in `Settings`, and
-    the variable would pass to every process the host starts)."""
-    if home:
-        path = HomeSettings().home
-        os.environ.setdefault("PREFECT_HOME", str(path / "prefect"))
-        try:
-            Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
-        except OSError:
-            pass  # Prefect reports it; an unwritable home is the user's to fix
-    # the 20 s default timed out on a loaded 2-core machine
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+def apply_prefect_env(*, quiet: bool = False) -> None:
+    """The environment of a process episodic starts (the CLI, tests); call
+    before prefect is imported. A value the user set is kept. Importing a
+    module never calls this: only entry points do."""
+    home = HomeSettings().home
+    os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
+    try:
+        Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass  # Prefect reports it; an unwritable home is the user's to fix
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    prefect_defaults(quiet=quiet)
+
+
+def prefect_defaults(*, quiet: bool = False) -> None:
+    """What episodic wants of Prefect in any process, the Python face's too (on
+    first use of `episodic.Memory`; a host's own process keeps its Prefect
+    home and everything else). A value the user set is kept."""
+    # the 20 s default timed out on a loaded 2-core machine
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if quiet:
         # the terminal hears warnings only; a run's log still reaches the
         # Prefect UI (a logger level of WARNING dropped it before the API's handler)
