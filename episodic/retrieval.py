@@ -340,17 +340,36 @@ _BEFORE_A_DATE = frozenset(
 )
 
 
+# the user's own question, passed on by their agent ("where do I live now?"),
+# as facts say it: all-MiniLM-L6-v2 puts "where do I live" at .19 to "User
+# moved to Berlin last week", under the floor of an item no query word reaches
+_FIRST_PERSON = (
+    (re.compile(r"\bdo I\b"), "does the user"),
+    (re.compile(r"\b(?:am I|I am|I'm|I’m)\b"), "the user is"),
+    (re.compile(r"\b(?:have I|I have|I've|I’ve)\b"), "the user has"),
+    (re.compile(r"\b(?:my|mine)\b", re.I), "the user's"),
+    (re.compile(r"\bI\b|\b(?:me|myself)\b", re.I), "the user"),
+)
+
+
+def _as_said_of_the_user(query: str) -> str:
+    for pattern, said in _FIRST_PERSON:
+        query = pattern.sub(said, query)
+    return query
+
+
 def naming_the_user(query: str, user_id: str) -> str:
-    """The query with the memory's own user, named by the id it is kept under,
-    written "the user" ("Where does Alice live" -> "Where does the user
-    live"), as facts and reflections are searched: they are written "User
-    ...", and all-MiniLM-L6-v2 puts "where does alice live" at .26 to "User
-    moved to Berlin last week", under the floor of an item no query word
-    reaches, against .50 for "the user". Only an id that is a person's name
-    (letters and spaces), and only where the query writes it as one:
-    capitalised, not as its first word unless possessive (an id such as
-    "default" is a word too: "Default timeout?"), not as a date ("in June",
-    "May 3")."""
+    """The query as facts and reflections are searched: they are written
+    "User ...", so the user, said in the first person ("what phone do I
+    have") or named by the id they are kept under ("Where does Alice live"),
+    is written "the user". all-MiniLM-L6-v2 puts "where does alice live" at
+    .26 to "User moved to Berlin last week", under the floor of an item no
+    query word reaches, against .50 for "where does the user live". The id
+    counts only when it is a person's name (letters and spaces), written as
+    one: capitalised, not as the query's first word unless possessive (an id
+    such as "default" is a word too: "Default timeout?"), not as a date ("in
+    June", "May 3")."""
+    query = _as_said_of_the_user(query)
     names = sorted(set(_name_words(user_id)), key=len, reverse=True)
     if not names:
         return query

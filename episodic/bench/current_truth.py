@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from episodic.bench.current_truth_cases import CASES, UpdateCase
+from episodic.bench.current_truth_cases import CASES, FIRST_PERSON, UpdateCase
 
 T0 = datetime(2024, 3, 4, 9, 0, tzinfo=UTC)
 GAP = timedelta(days=10)
@@ -48,15 +48,27 @@ def run_case(memory: Any, case: UpdateCase, now: datetime | None = None) -> dict
     memory.consolidate(user, flush=True)
     hits = memory.search(user, case.question, k=5, record=False, now=now)
     top = _top_text(hits[0]) if hits else ""
-    ok = case.new.lower() in top.lower() and case.old.lower() not in top.lower()
-    return {
+    out = {
         "case": case.name,
-        "ok": ok,
+        "ok": _current(case, top),
         "top_kind": hits[0].kind if hits else None,
         "top_text_rank": hits[0].text_rank if hits else 0,
         "top": top,
         "hits": [(h.kind, round(h.score, 3), h.text[:80]) for h in hits],
     }
+    asked = FIRST_PERSON.get(case.name)
+    if asked is not None:  # as the user asks it of their agent
+        mine = memory.search(user, asked, k=5, record=False, now=now)
+        out["first_person"] = {
+            "question": asked,
+            "ok": _current(case, _top_text(mine[0]) if mine else ""),
+            "hits": [(h.kind, round(h.score, 3), h.text[:80]) for h in mine],
+        }
+    return out
+
+
+def _current(case: UpdateCase, top: str) -> bool:
+    return case.new.lower() in top.lower() and case.old.lower() not in top.lower()
 
 
 def run_current_truth(
@@ -85,11 +97,15 @@ def run_current_truth(
         if workdir is None:
             shutil.rmtree(home, ignore_errors=True)
     ok = sum(c["ok"] for c in cases)
+    mine = [c["first_person"]["ok"] for c in cases if "first_person" in c]
     return {
         "current_truth_at_1": round(ok / len(cases), 3),
         "passed": ok,
         "n_cases": len(cases),
         "sample": "in-sample (cases written for issue 31 before the ranking)",
+        "first_person_at_1": round(sum(mine) / len(mine), 3) if mine else None,
+        "first_person_passed": sum(mine),
+        "first_person_cases": len(mine),
         "cases": cases,
         "seconds": round(time.monotonic() - started, 1),
     }

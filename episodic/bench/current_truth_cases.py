@@ -184,3 +184,18 @@ CASES: tuple[UpdateCase, ...] = (
         "Android",
     ),
 )
+
+# The same questions as the user asks them of their agent, which passes them on
+# as said: written on 2026-12-07 with the ranking's reading of "I" and "my" as
+# "the user" (in-sample for it). The docker image's question has no person in it.
+FIRST_PERSON: dict[str, str] = {
+    "city": "where do I live",
+    "employer": "where do I work now",
+    "editor": "which editor do I use",
+    "pet": "what pet do I have",
+    "diet": "what diet do I follow",
+    "language": "which language am I learning",
+    "car": "what car do I drive",
+    "team_size": "how many engineers are on my team",
+    "phone": "what phone do I have",
+}

@@ -196,6 +196,27 @@ def test_a_question_naming_the_user_by_their_id_asks_about_the_user() -> None:
     assert naming_the_user("Does June like tea", "june") == "Does the user like tea"
 
 
+def test_the_users_own_question_asks_the_facts_about_the_user() -> None:
+    """An agent passes its user's question on as said: "I" and "my" are the
+    user whom every fact names; the grammar follows where it is cheap to."""
+    assert naming_the_user("what phone do I have", "demo") == "what phone does the user have"
+    assert naming_the_user("where do I live?", "u1") == "where does the user live?"
+    assert naming_the_user("which language am I learning", "u1") == (
+        "which language the user is learning"
+    )
+    assert naming_the_user("how many engineers are on my team", "u1") == (
+        "how many engineers are on the user's team"
+    )
+    assert naming_the_user("What did I decide about it?", "u1") == (
+        "What did the user decide about it?"
+    )
+    # no person in it, or a word that only holds the letters: unchanged
+    assert naming_the_user("how big is the docker image now", "u1") == (
+        "how big is the docker image now"
+    )
+    assert naming_the_user("Is it in Iowa, or Miami?", "u1") == "Is it in Iowa, or Miami?"
+
+
 def test_a_tool_turns_document_holds_no_turn_before_it() -> None:
     """The request's words draw the request and the agent's reply to it, not
     the tool call it ran or the tool's output ("why were users logged out"

@@ -445,7 +445,8 @@ def eval_current_truth(
     show(
         as_json,
         res,
-        f"current-truth@1 {res['current_truth_at_1']:.2f} ({res['passed']}/{res['n_cases']})",
+        f"current-truth@1 {res['current_truth_at_1']:.2f} ({res['passed']}/{res['n_cases']}); "
+        f"asked in the first person {res['first_person_passed']}/{res['first_person_cases']}",
         ("case", "ok", "first hit"),
         ((c["case"], "yes" if c["ok"] else "no", c["top"][:70]) for c in res["cases"]),
     )
