@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from episodic.config import Settings
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -22,10 +24,8 @@ def quickstart() -> str:
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_readme_python_quickstart_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from episodic.config import Settings as Defaults
-
     # as written: the default embedder, not the suite's hash one
-    monkeypatch.setenv("EPISODIC_EMBEDDER", Defaults.model_fields["embedder"].default)
+    monkeypatch.setenv("EPISODIC_EMBEDDER", Settings.model_fields["embedder"].default)
     code = quickstart()
     assert '"./agent-memory"' in code
     code = code.replace('"./agent-memory"', repr(str(tmp_path / "memory")))
@@ -43,7 +43,6 @@ def test_readme_python_quickstart_runs(tmp_path: Path, monkeypatch: pytest.Monke
     memory = scope["memory"]
     # the block's `with` closed the memory; its data stays on disk
     from episodic import Memory
-    from episodic.config import Settings
 
     assert isinstance(memory, Memory)
     with Memory(Settings(home=tmp_path / "memory")) as again:
