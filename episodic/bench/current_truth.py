@@ -34,10 +34,12 @@ def _turns(conv: Any, start: datetime, stream: str) -> list[dict[str, Any]]:
     ]
 
 
-def _top_text(hit: Any) -> str:
-    if hit.kind == "turn":
-        return str(hit.text)
-    return str(hit.text)
+def _top_text(hits: Any) -> str:
+    return str(hits[0].text) if hits else ""
+
+
+def _brief(hits: Any) -> list[tuple[str, float, str]]:
+    return [(h.kind, round(h.score, 3), h.text[:80]) for h in hits]
 
 
 def run_case(memory: Any, case: UpdateCase, now: datetime | None = None) -> dict[str, Any]:
@@ -47,22 +49,22 @@ def run_case(memory: Any, case: UpdateCase, now: datetime | None = None) -> dict
     memory.add(user, _turns(case.second, T0 + GAP, "s2"), stream_id="s2")
     memory.consolidate(user, flush=True)
     hits = memory.search(user, case.question, k=5, record=False, now=now)
-    top = _top_text(hits[0]) if hits else ""
+    top = _top_text(hits)
     out = {
         "case": case.name,
         "ok": _current(case, top),
         "top_kind": hits[0].kind if hits else None,
         "top_text_rank": hits[0].text_rank if hits else 0,
         "top": top,
-        "hits": [(h.kind, round(h.score, 3), h.text[:80]) for h in hits],
+        "hits": _brief(hits),
     }
     asked = FIRST_PERSON.get(case.name)
     if asked is not None:  # as the user asks it of their agent
         mine = memory.search(user, asked, k=5, record=False, now=now)
         out["first_person"] = {
             "question": asked,
-            "ok": _current(case, _top_text(mine[0]) if mine else ""),
-            "hits": [(h.kind, round(h.score, 3), h.text[:80]) for h in mine],
+            "ok": _current(case, _top_text(mine)),
+            "hits": _brief(mine),
         }
     return out
 
