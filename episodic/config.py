@@ -78,6 +78,9 @@ class Settings(HomeSettings):
     # the API and MCP servers consolidate a user this many seconds after the
     # user's last write (debounced), and drain the hooks' spool; 0: only on request
     auto_consolidate_s: NonNegative = 30.0
+    # ... and at the latest this long after the first write it has not read,
+    # however often the user writes (an agent's stream may never pause)
+    auto_consolidate_max_s: NonNegative = 300.0
     # users consolidated at once in one flow run: each holds its working set, so
     # memory grows with this; on 2 cores more threads bought no speed offline
     # (a network model waits on I/O: raise it there)

@@ -64,7 +64,7 @@ def test_idempotency_key_and_ingest_status(tmp_path: Path) -> None:
 
 def test_the_autopilot_consolidates_after_writes(tmp_path: Path) -> None:
     memory = Memory(settings_at(tmp_path), runner=run_flow)
-    pilot = Autopilot(memory, delay_s=1.0, drain=False)
+    pilot = Autopilot(memory, delay_s=1.0, max_wait_s=60.0, drain=False)
     key = new_key(memory, "u")
     app = BodyLimit(create_app(memory, autopilot=pilot))
     with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as c:
@@ -75,4 +75,22 @@ def test_the_autopilot_consolidates_after_writes(tmp_path: Path) -> None:
             time.sleep(0.5)
         assert memory.status("u")[0].watermark == 3  # every turn read by one debounced run
         assert pilot.runs == 1
+    memory.close()
+
+
+def test_a_user_who_never_pauses_is_still_consolidated(tmp_path: Path) -> None:
+    """Writes every half second, each pushing the debounced run 30 s away:
+    the run comes `max_wait_s` after the first write all the same."""
+    memory = Memory(settings_at(tmp_path), runner=run_flow)
+    pilot = Autopilot(memory, delay_s=30.0, max_wait_s=2.0, drain=False)
+    key = new_key(memory, "u")
+    app = BodyLimit(create_app(memory, autopilot=pilot))
+    with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as c:
+        deadline = time.monotonic() + 90
+        writes = 0
+        while pilot.runs == 0 and time.monotonic() < deadline:
+            c.post("/v1/turns", json={"turns": _batch(f"town{writes}")})
+            writes += 1
+            time.sleep(0.5)
+        assert pilot.runs >= 1, f"no run after {writes} writes"
     memory.close()

@@ -298,7 +298,11 @@ def serve_api(host: str, port: int) -> None:
     try:
         with Memory(runner=runner, journal=True) as memory:
             delay = memory.settings.auto_consolidate_s
-            pilot = Autopilot(memory, delay) if delay > 0 else None
+            pilot = (
+                Autopilot(memory, delay, memory.settings.auto_consolidate_max_s)
+                if delay > 0
+                else None
+            )
             app = BodyLimit(create_app(memory, owns_memory=True, autopilot=pilot))
             # the libraries' objects, loaded once, out of the collector: a full
             # collection walked them all (0.2 s with every request waiting:

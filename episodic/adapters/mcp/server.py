@@ -114,7 +114,11 @@ def serve_mcp(user_id: str) -> None:
 
     with Embedded(journal=True) as memory:
         delay = memory.settings.auto_consolidate_s
-        pilot = Autopilot(memory, delay).start() if delay > 0 else None
+        pilot = (
+            Autopilot(memory, delay, memory.settings.auto_consolidate_max_s).start()
+            if delay > 0
+            else None
+        )
         server = build_server(user_id, memory, autopilot=pilot)
         gc.freeze()  # as the HTTP API does: no full collection walks the libraries
         try:
