@@ -260,12 +260,26 @@ def _penalised(c: Components, by: float) -> Components:
     return Components(c.relevance, c.recency, c.importance, round(c.score - by, 6))
 
 
-def _query_vectors(rt: Runtime, query: str, bare: str) -> tuple[np.ndarray, np.ndarray]:
+# the newest turns a search embeds when they have no vector yet: what was
+# written since the user's last consolidation is found by meaning at once,
+# not only by its words; older ones wait for their consolidation
+FRESH_TURNS = 32
+
+
+def _query_vectors(
+    rt: Runtime, query: str, bare: str, ts: TurnSet | None
+) -> tuple[np.ndarray, np.ndarray]:
     """The vectors of the query, for facts and reflections ("User has a dog"
     names whom it is about), and of the query without the speakers' names
-    (`without_speakers`), for turns; one embed call."""
-    vecs = rt.embedder.embed([query] if bare == query else [query, bare]).astype(np.float32)
-    return vecs[0], vecs[-1]
+    (`without_speakers`), for turns; with `ts`, its newest turns' missing
+    vectors too (`FRESH_TURNS`), attached to it. One embed call."""
+    queries = [query] if bare == query else [query, bare]
+    fresh = [] if ts is None else ts.unembedded(FRESH_TURNS)
+    texts = [ts.rows[p].text for p in fresh] if ts is not None else []
+    vecs = rt.embedder.embed(queries + texts).astype(np.float32)
+    if ts is not None and fresh:
+        ts.attach(fresh, vecs[len(queries) :])
+    return vecs[0], vecs[len(queries) - 1]
 
 
 def search_memory(
@@ -283,7 +297,8 @@ def search_memory(
         bare = without_speakers(query, um.turns.speakers)
         named = named_speaker(query, um.turns.speakers)
         about = naming_the_user(query, user_id)  # for facts and reflections: "User ..."
-        qvec, tvec = _query_vectors(rt, about, bare)
+        turns = um.turns if "turns" in opts.kinds else None
+        qvec, tvec = _query_vectors(rt, about, bare, turns)
         raw: list[_Raw] = []
         if "turns" in opts.kinds:
             raw += _turn_candidates(um, bare, tvec, opts.pool, named)

@@ -223,6 +223,20 @@ class TurnSet:
         if after is not None and (a := self._row_at[after]) >= 0:
             self._after[d], self._before[a] = a, d
 
+    def unembedded(self, recent: int) -> list[int]:
+        """Positions among the last `recent` turns read that have no vector
+        yet (written since the user's last consolidation)."""
+        start = max(0, len(self.rows) - recent)
+        tail = np.frombuffer(self._row_at, dtype=np.intc)[start:]
+        out = (np.flatnonzero(tail < 0) + start).tolist()
+        del tail  # the array may grow again once no view of it is held
+        return out
+
+    def attach(self, positions: list[int], vecs: np.ndarray) -> None:
+        """Vectors for the turns at `positions`, held here only: the stored
+        vector, a function of the same text, takes nothing from them later."""
+        self._attach([self.rows[p].turn_id for p in positions], vecs)
+
     def turn_of_vector(self, row: int) -> int:
         return int(self._vector_of[row])
 

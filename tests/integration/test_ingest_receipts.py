@@ -94,3 +94,22 @@ def test_a_user_who_never_pauses_is_still_consolidated(tmp_path: Path) -> None:
             time.sleep(0.5)
         assert pilot.runs >= 1, f"no run after {writes} writes"
     memory.close()
+
+
+def test_new_turns_are_found_by_meaning_before_consolidation(tmp_path: Path) -> None:
+    """A question that shares no word with what was just written still finds
+    it, with the cosine its stored vector gives once consolidated."""
+    memory = make_memory(tmp_path)
+    key = new_key(memory, "u")
+    with api_client(memory, key) as c:
+        c.post("/v1/turns", json={"turns": _batch("lisbon")})
+        q = {"q": "whereabouts of residence", "kinds": "turns"}
+        fresh = c.get("/v1/search", params=q).json()
+        assert fresh and all(h["text_rank"] == 0 for h in fresh), fresh  # no word in common
+        assert all(h["cosine"] is not None for h in fresh)
+        c.post("/v1/consolidate", params={"flush": True})
+        stored = c.get("/v1/search", params=q).json()
+    cos = {h["item_id"]: h["cosine"] for h in stored}
+    assert {h["item_id"]: h["cosine"] for h in fresh} == {
+        i: cos[i] for i in (h["item_id"] for h in fresh)
+    }

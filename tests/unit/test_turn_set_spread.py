@@ -94,3 +94,23 @@ def test_first_in_three_rankings_scores_as_first_in_two() -> None:
     assert relevance(three["x"]) == pytest.approx(1.0)
     only_spread = dict(fuse(["x"], ["x"], spread_ids=["z", "x"]))
     assert 0.0 < only_spread["z"] < only_spread["x"]
+
+
+def test_only_the_newest_turns_without_a_vector_are_embedded_at_search() -> None:
+    """`unembedded` names the turns among the last `recent` read that have
+    no vector; once attached (or stored), a turn is not named again, and a
+    stored vector arriving later leaves the attached one in place."""
+    ts = TurnSet(DIM)
+    ts.add_raw(_raw(TURNS))
+    ts.add_vectors(_vectors(TURNS[:2]))  # a0, a1 consolidated
+    assert _ids(ts, ts.unembedded(3)) == ["b1", "b2", "b3"]
+    assert _ids(ts, ts.unembedded(100)) == ["a2", "a3", "b0", "b1", "b2", "b3"]
+    fresh = ts.unembedded(3)
+    ts.attach(
+        fresh, np.stack([np.eye(DIM, dtype=np.float32)[TURNS.index(("b", q))] for q in (1, 2, 3)])
+    )
+    assert ts.unembedded(3) == []
+    ts.add_vectors(_vectors(TURNS))  # the consolidation stores every vector
+    assert ts.unembedded(100) == [] and len(ts.dense) == len(TURNS)
+    near, _ = ts.dense_top(np.eye(DIM, dtype=np.float32)[TURNS.index(("b", 2))], 1)
+    assert _ids(ts, [p for p, _ in near]) == ["b2"]
