@@ -93,11 +93,11 @@ def _data(result: Any) -> dict[str, Any]:
     return tool_data(result)
 
 
-async def _session(home: Path, user: str, work: Any) -> Any:
+async def _session(home: Path, user: str, work: Any, errlog: Any = sys.stderr) -> Any:
     params = StdioServerParameters(
         command=CLI[0], args=[*CLI[1:], "mcp", "--user", user], env=cli_env(home), cwd=str(ROOT)
     )
-    async with stdio_client(params) as (read, write):
+    async with stdio_client(params, errlog=errlog) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             return await work(session)
@@ -146,3 +146,21 @@ def test_mcp_tools_over_stdio(tmp_path: Path) -> None:
         return _data(await session.call_tool("recall", {"query": "helm staging deploy", "k": 3}))
 
     assert anyio.run(_session, home, "someone-else", other)["hits"] == []
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_the_server_tells_its_client_warnings_only(tmp_path: Path) -> None:
+    """A client shows the server's stderr as its log: a consolidation's
+    Prefect INFO lines (flow run begun, tasks finished) stay out of it."""
+    home = tmp_path / "home"
+
+    async def remember_and_flush(session: ClientSession) -> Any:
+        await session.call_tool("remember", {"turns": _turns("mcp-user")})
+        return _data(await session.call_tool("flush", {}))
+
+    with (tmp_path / "stderr.log").open("w+") as err:
+        flushed = anyio.run(_session, home, "mcp-user", remember_and_flush, err)
+        err.seek(0)
+        log = err.read()
+    assert flushed["episodes_closed"] >= 1, flushed  # a flow run did happen
+    assert " INFO " not in log, log

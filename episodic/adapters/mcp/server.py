@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -120,6 +121,10 @@ def serve_mcp(user_id: str) -> None:
             else None
         )
         server = build_server(user_id, memory, autopilot=pilot)
+        # the SDK's root handler has no level of its own: Prefect's INFO
+        # records, which reach root, would fill the client's log of this server
+        for handler in logging.getLogger().handlers:
+            handler.setLevel(logging.WARNING)
         gc.freeze()  # as the HTTP API does: no full collection walks the libraries
         try:
             server.run("stdio")
