@@ -34,10 +34,8 @@ from episodic.service.runtime import Runtime
 from episodic.spool import claim, done
 from episodic.vocab import FactsState
 from storage import filters
-from storage.forget import TURN_DOCS, erase_user, present, purge_versions, record
+from storage.forget import TOMBSTONE, TURN_DOCS, erase_user, present, purge_versions, record
 from storage.lease import user_lease
-
-TOMBSTONE = "[forgotten]"
 
 
 def forget_user(rt: Runtime, user_id: str, actor: str) -> dict[str, Any]:

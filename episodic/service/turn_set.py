@@ -29,6 +29,7 @@ from episodic.retrieval import (
     turn_line,
 )
 from storage.codec import to_aware
+from storage.forget import TOMBSTONE
 
 RAW_COLUMNS = ("turn_id", "stream_id", "seq", "role", "kind", "text", "event_ts", "meta")
 
@@ -89,6 +90,7 @@ class TurnSet:
         self._before = array("i")
         self._after = array("i")
         self._pending: dict[str, np.ndarray] = {}  # vectors of turns not yet read
+        self._erased: set[int] = set()  # positions of forgotten turns
         self.newest: datetime | None = None
         # who speaks in the turns, as a question names them: the people named
         # besides the role, and the parties of an agent's stream ("the user")
@@ -138,7 +140,11 @@ class TurnSet:
             self.speakers.add(row.speaker)
         self._at[(row.stream_id, row.seq)] = at
         tool = str(r["role"]) == "tool" or str(r.get("kind") or "").startswith("tool-")
-        self.bm25.add(tokens(self.doc(at, tool)))
+        if row.text == TOMBSTONE:  # forgotten: held for its place, never found
+            self._erased.add(at)
+            self.bm25.add([])
+        else:
+            self.bm25.add(tokens(self.doc(at, tool)))
         if self.newest is None or ts > self.newest:
             self.newest = ts
 
@@ -225,10 +231,10 @@ class TurnSet:
 
     def unembedded(self, recent: int) -> list[int]:
         """Positions among the last `recent` turns read that have no vector
-        yet (written since the user's last consolidation)."""
+        yet (written since the user's last consolidation), forgotten ones aside."""
         start = max(0, len(self.rows) - recent)
         tail = np.frombuffer(self._row_at, dtype=np.intc)[start:]
-        out = (np.flatnonzero(tail < 0) + start).tolist()
+        out = [p for p in (np.flatnonzero(tail < 0) + start).tolist() if p not in self._erased]
         del tail  # the array may grow again once no view of it is held
         return out
 

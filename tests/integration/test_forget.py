@@ -108,6 +108,9 @@ def test_forget_one_turn_erases_it_and_rederives_its_episode(tmp_path: Path) -> 
     texts = [t.text for e in memory.episodes("u") for t in memory.episode("u", e.episode_id).turns]
     assert texts.count("[forgotten]") == 1 and len(texts) == len(turns)
     assert memory.forget("u", turn=turn_id, actor="test").counts["raw_turns"] == 0
+    # a search, even one that names it, never returns the forgotten turn's place
+    for q in ("locker code", "forgotten", "what did I forget"):
+        assert all(h.text != "[forgotten]" for h in memory.search("u", q, k=50)), q
 
 
 def test_every_table_with_a_user_column_is_in_the_forget_registry(tmp_path: Path) -> None:
