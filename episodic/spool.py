@@ -83,5 +83,26 @@ def claim(home: Path, now: float | None = None) -> list[Entry]:
     return sorted(taken, key=lambda e: e.at)
 
 
+def waiting(home: Path) -> list[Entry]:
+    """Every entry not captured yet (claimed ones too), oldest first, read
+    without taking any."""
+    d = spool_dir(home)
+    if not d.is_dir():
+        return []
+    out: list[Entry] = []
+    for f in d.iterdir():
+        if f.suffix not in (SUFFIX, CLAIMED):
+            continue
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+            entry = Entry(
+                str(data["user_id"]), str(data["path"]), str(data["fmt"]), float(data["at"]), f
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # just taken by a drainer, or not an entry
+        out.append(entry)
+    return sorted(out, key=lambda e: e.at)
+
+
 def done(entry: Entry) -> None:
     entry.file.unlink(missing_ok=True)

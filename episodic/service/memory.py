@@ -265,6 +265,12 @@ class Memory(Closing):
 
         return drain_spool(self.rt)
 
+    def spooled(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        """What the hooks spooled that no drain has captured yet."""
+        from episodic.service.drain import spooled
+
+        return spooled(self.rt, user_id)
+
     def consolidate(
         self, user_id: str | None = None, *, flush: bool = False, shard: str | None = None
     ) -> dict[str, Any]:

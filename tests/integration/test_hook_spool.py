@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from episodic.spool import spool_dir
+from tests.integration.cli_support import cli, cli_home
 from tests.integration.helpers import make_memory
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "ingest" / "claude_code_session.jsonl"
@@ -83,3 +84,24 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     res = _hook(tmp_path, "jsonl", str(fifo))
     assert res.returncode == 2 and "not a regular file" in res.stderr
+
+
+def test_what_waits_in_the_spool_is_listed_until_a_drain_takes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook wired with nothing running to drain it: `episodic capture
+    waiting` names the transcript (its user's only with --user), and a
+    drain empties the list; nothing is taken by listing."""
+    home = tmp_path / "home"
+    cli_home(monkeypatch, home)
+    transcript = tmp_path / "session.jsonl"
+    shutil.copy(FIXTURE, transcript)
+    payload = json.dumps({"transcript_path": str(transcript), "session_id": "s"})
+    assert _hook(home, "claude-code", "--user", "alice", stdin=payload).returncode == 0
+    assert len(cli("capture", "waiting", "--json")) == 1
+    [row] = cli("capture", "waiting", "--json")  # still there: listing takes nothing
+    assert (row["user_id"], row["path"], row["fmt"]) == ("alice", str(transcript), "claude-code")
+    assert row["waiting_s"] >= 0
+    assert cli("capture", "waiting", "--user", "bob", "--json") == []
+    assert cli("capture", "drain", "--json")["accepted"] > 0
+    assert cli("capture", "waiting", "--json") == []

@@ -139,6 +139,26 @@ def capture_drain(as_json: bool = typer.Option(False, "--json")) -> None:
         )
 
 
+@capture_app.command("waiting")
+def capture_waiting(
+    user: str | None = typer.Option(None, "--user", help="only this user's"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """What `episodic-hook` spooled and nothing has captured yet: a running
+    `episodic api` or `episodic mcp`, `episodic capture drain` or a consolidate
+    run takes it."""
+    rows = memory().spooled(user)
+    if as_json:
+        print_json(rows)
+        return
+    for r in rows:
+        console.print(
+            f"{r['user_id']}  {r['fmt']}  {r['path']}  waiting {r['waiting_s']:.0f} s", markup=False
+        )
+    if not rows:
+        console.print("nothing waiting")
+
+
 @capture_app.command("jsonl")
 def capture_jsonl(
     path: Path,

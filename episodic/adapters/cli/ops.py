@@ -41,8 +41,18 @@ def status(
 
     m = for_user(user) if user is not None else memory()
     rows = m.status(user)
+    spooled = [] if as_json else m.spooled(user)
+    if spooled:
+        # a hook wired with nothing to drain it: say so, or its turns look lost
+        err.print(
+            f"{len(spooled)} transcript(s) spooled by `episodic-hook`, not captured yet: "
+            "`episodic capture drain` (a running `episodic api` or `episodic mcp` does it "
+            "every second); `episodic capture waiting` lists them",
+            markup=False,
+        )
     if not rows and not as_json:
-        console.print("no streams yet: `episodic ingest FILE` or `episodic demo`")
+        if not spooled:
+            console.print("no streams yet: `episodic ingest FILE` or `episodic demo`")
         return
     show(
         as_json,
