@@ -137,13 +137,17 @@ class Server:
 
 
 @contextmanager
-def api_server(home: Path, startup_s: float = 180.0) -> Iterator[Server]:
+def api_server(
+    home: Path, startup_s: float = 180.0, env: dict[str, str] | None = None
+) -> Iterator[Server]:
+    """`episodic api` on a free port of 127.0.0.1, on `home` (the suite's
+    environment, `env` over it), stopped when the block ends."""
     port = free_port()
     home.mkdir(parents=True, exist_ok=True)
     with (home / "api.log").open("wb") as log:
         proc = subprocess.Popen(
             [*CLI, "api", "--port", str(port)],
-            env=cli_env(home),
+            env={**cli_env(home), **(env or {})},
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
