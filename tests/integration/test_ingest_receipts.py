@@ -113,3 +113,23 @@ def test_new_turns_are_found_by_meaning_before_consolidation(tmp_path: Path) -> 
     assert {h["item_id"]: h["cosine"] for h in fresh} == {
         i: cos[i] for i in (h["item_id"] for h in fresh)
     }
+
+
+def test_the_last_episode_closes_once_the_user_is_idle(tmp_path: Path) -> None:
+    """The run after a conversation leaves its episode open; nothing more
+    is written, and one follow-up run closes it once the user is idle."""
+    memory = Memory(settings_at(tmp_path, idle_minutes=10 / 60), runner=run_flow)
+    idle_s = memory.settings.idle_minutes * 60
+    pilot = Autopilot(memory, delay_s=1.0, max_wait_s=60.0, idle_s=idle_s, drain=False)
+    key = new_key(memory, "u")
+    app = BodyLimit(create_app(memory, autopilot=pilot))
+    with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as c:
+        c.post("/v1/turns", json={"turns": _batch("oslo")})
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and memory.status("u")[0].episodes == 0:
+            time.sleep(0.5)
+        [stream] = memory.status("u")
+        assert (stream.episodes, stream.open_episode_turns) == (1, 0), stream
+        assert pilot.runs == 2  # the one after the write, then the idle follow-up
+        assert any("oslo" in f.text.lower() for f in memory.facts("u"))
+    memory.close()

@@ -297,12 +297,7 @@ def serve_api(host: str, port: int) -> None:
     # the journal: a write is answered after one fsync, stored in LanceDB just after
     try:
         with Memory(runner=runner, journal=True) as memory:
-            delay = memory.settings.auto_consolidate_s
-            pilot = (
-                Autopilot(memory, delay, memory.settings.auto_consolidate_max_s)
-                if delay > 0
-                else None
-            )
+            pilot = Autopilot.configured(memory)
             app = BodyLimit(create_app(memory, owns_memory=True, autopilot=pilot))
             # the libraries' objects, loaded once, out of the collector: a full
             # collection walked them all (0.2 s with every request waiting:

@@ -114,12 +114,9 @@ def serve_mcp(user_id: str) -> None:
     from episodic.adapters.embedded import Memory as Embedded
 
     with Embedded(journal=True) as memory:
-        delay = memory.settings.auto_consolidate_s
-        pilot = (
-            Autopilot(memory, delay, memory.settings.auto_consolidate_max_s).start()
-            if delay > 0
-            else None
-        )
+        pilot = Autopilot.configured(memory)
+        if pilot is not None:
+            pilot.start()
         server = build_server(user_id, memory, autopilot=pilot)
         # the SDK's root handler has no level of its own: Prefect's INFO
         # records, which reach root, would fill the client's log of this server
