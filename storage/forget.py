@@ -49,6 +49,8 @@ USER_TABLES: tuple[str, ...] = (
     LEDGER_TABLE,
 )
 AUDIT = "forget_audit"
+# the table config key of the commit that follows an erase
+_PURGED = "episodic.purged_at"
 # text indexes outside the registry's FTS_COLUMNS: rebuilt after an erase
 _EXTRA_FTS = {TURN_DOCS: "doc"}
 
@@ -94,7 +96,10 @@ def erase_user(store: Store, user_id: str) -> dict[str, int]:
 def purge_versions(store: Store, names: Iterable[str]) -> None:
     """Make deletions erasures: rewrite every fragment that has deleted rows
     (a delete only marks them), rebuild the text index (an inverted index
-    keeps the tokens of deleted rows), and drop every older version."""
+    keeps the tokens of deleted rows), and drop every older version. A
+    version's files keep its transaction, and a delete's names its predicate
+    (the user's id, a turn's id): one more commit that names nothing follows
+    it, so the delete's version is an older one too."""
     tables = set(present(store))
     for name in (n for n in names if n in tables):
         tbl = store.db.open_table(name)
@@ -104,9 +109,13 @@ def purge_versions(store: Store, names: Iterable[str]) -> None:
         column = FTS_COLUMNS.get(name) or _EXTRA_FTS.get(name)
         if column and any(tuple(ix.columns) == (column,) for ix in tbl.list_indices()):
             tbl.create_index(column, config=FTS(), replace=True)
+        tbl.to_lance().update_config({_PURGED: now_utc().isoformat()})
         with warnings.catch_warnings():  # no older version may survive: that is the point
             warnings.simplefilter("ignore", UserWarning)
-            tbl.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            # opened anew, at that commit: a cleanup keeps the version it runs from
+            store.db.open_table(name).optimize(
+                cleanup_older_than=timedelta(0), delete_unverified=True
+            )
 
 
 def record(

@@ -75,6 +75,8 @@ def test_forget_user_leaves_no_file_with_the_canary(tmp_path: Path) -> None:
     receipt = memory.forget("victim", actor="test")
 
     assert _files_with(home, CANARY) == []
+    # nor the user's id: a delete's predicate names it in its version's files
+    assert _files_with(home, "victim") == []
     assert _rows(memory, "other") == other
     assert {n: c for n, c in receipt.counts.items() if n in held} == held
     assert receipt.counts["llm_cache"] > 0
