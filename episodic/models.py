@@ -102,6 +102,10 @@ class TurnIn(BaseModel):
         )
 
 
+# what a forgotten turn's text becomes in place (its seq stays taken)
+TOMBSTONE = "[forgotten]"
+
+
 class Turn(BaseModel):
     """One immutable row of the raw log."""
 

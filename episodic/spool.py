@@ -104,5 +104,16 @@ def waiting(home: Path) -> list[Entry]:
     return sorted(out, key=lambda e: e.at)
 
 
+def listing(home: Path, user_id: str | None = None) -> list[dict[str, object]]:
+    """`waiting` as rows (the user's only, with `user_id`): each transcript,
+    its format and how long it has waited, in seconds."""
+    now = time.time()
+    return [
+        {"user_id": e.user_id, "path": e.path, "fmt": e.fmt, "waiting_s": round(now - e.at, 1)}
+        for e in waiting(home)
+        if user_id is None or e.user_id == user_id
+    ]
+
+
 def done(entry: Entry) -> None:
     entry.file.unlink(missing_ok=True)

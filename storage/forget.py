@@ -35,8 +35,6 @@ from storage.ledger import TABLE as LEDGER_TABLE
 from storage.offsets import TABLE as OFFSETS_TABLE
 from storage.receipts import TABLE as RECEIPTS_TABLE
 
-# what a forgotten turn's text becomes in place (its seq stays taken)
-TOMBSTONE = "[forgotten]"
 # the search documents of stores written before the search built them in
 # memory: no longer written, erased with the rest
 TURN_DOCS = "turn_docs"

@@ -6,7 +6,6 @@ next drain."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 from episodic.errors import IngestError
 from episodic.service.capture import CaptureReport, capture_file
 from episodic.service.runtime import Runtime
-from episodic.spool import claim, done, waiting
+from episodic.spool import claim, done
 from storage.offsets import Offsets
 
 
@@ -30,17 +29,6 @@ class DrainReport:
             "dropped": self.dropped,
             "accepted": sum(c.accepted for c in self.captured),
         }
-
-
-def spooled(rt: Runtime, user_id: str | None = None) -> list[dict[str, Any]]:
-    """What the hooks spooled and no drain has captured yet (the user's only,
-    with `user_id`): each transcript, its format and how long it has waited."""
-    now = time.time()
-    return [
-        {"user_id": e.user_id, "path": e.path, "fmt": e.fmt, "waiting_s": round(now - e.at, 1)}
-        for e in waiting(rt.settings.home)
-        if user_id is None or e.user_id == user_id
-    ]
 
 
 def drain_spool(rt: Runtime) -> DrainReport:

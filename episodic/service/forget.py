@@ -28,13 +28,13 @@ from typing import Any
 
 from episodic.errors import NotFoundError
 from episodic.llm.cache import user_folder
-from episodic.models import Episode
+from episodic.models import TOMBSTONE, Episode
 from episodic.service.plot_path import latest_plot_path
 from episodic.service.runtime import Runtime
 from episodic.spool import claim, done
 from episodic.vocab import FactsState
 from storage import filters
-from storage.forget import TOMBSTONE, TURN_DOCS, erase_user, present, purge_versions, record
+from storage.forget import TURN_DOCS, erase_user, present, purge_versions, record
 from storage.lease import user_lease
 
 

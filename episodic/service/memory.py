@@ -265,11 +265,11 @@ class Memory(Closing):
 
         return drain_spool(self.rt)
 
-    def spooled(self, user_id: str | None = None) -> list[dict[str, Any]]:
+    def spooled(self, user_id: str | None = None) -> list[dict[str, object]]:
         """What the hooks spooled that no drain has captured yet."""
-        from episodic.service.drain import spooled
+        from episodic.spool import listing
 
-        return spooled(self.rt, user_id)
+        return listing(self.settings.home, user_id)
 
     def consolidate(
         self, user_id: str | None = None, *, flush: bool = False, shard: str | None = None

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from episodic.dense import Dense, best
 from episodic.lexical import Bm25, tokens
-from episodic.models import now_utc
+from episodic.models import TOMBSTONE, now_utc
 from episodic.retrieval import (
     CONTEXT_GAP_MINUTES,
     RUN_LINES,
@@ -29,7 +29,6 @@ from episodic.retrieval import (
     turn_line,
 )
 from storage.codec import to_aware
-from storage.forget import TOMBSTONE
 
 RAW_COLUMNS = ("turn_id", "stream_id", "seq", "role", "kind", "text", "event_ts", "meta")
 
