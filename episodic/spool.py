@@ -72,15 +72,21 @@ def claim(home: Path, now: float | None = None) -> list[Entry]:
         try:
             os.replace(f, mine)  # atomic: one drainer wins
             os.utime(mine)
-            data = json.loads(mine.read_text(encoding="utf-8"))
+            taken.append(_entry(mine))
         except (OSError, ValueError):
             continue  # taken by another drainer, or unreadable: the next drain sees it
-        taken.append(
-            Entry(
-                str(data["user_id"]), str(data["path"]), str(data["fmt"]), float(data["at"]), mine
-            )
-        )
     return sorted(taken, key=lambda e: e.at)
+
+
+def _entry(file: Path) -> Entry:
+    """The entry `file` holds; ValueError when it holds none."""
+    data = json.loads(file.read_text(encoding="utf-8"))
+    try:
+        return Entry(
+            str(data["user_id"]), str(data["path"]), str(data["fmt"]), float(data["at"]), file
+        )
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"not a spool entry: {e}") from e
 
 
 def waiting(home: Path) -> list[Entry]:
@@ -94,13 +100,9 @@ def waiting(home: Path) -> list[Entry]:
         if f.suffix not in (SUFFIX, CLAIMED):
             continue
         try:
-            data = json.loads(f.read_text(encoding="utf-8"))
-            entry = Entry(
-                str(data["user_id"]), str(data["path"]), str(data["fmt"]), float(data["at"]), f
-            )
-        except (OSError, ValueError, KeyError, TypeError):
+            out.append(_entry(f))
+        except (OSError, ValueError):
             continue  # just taken by a drainer, or not an entry
-        out.append(entry)
     return sorted(out, key=lambda e: e.at)
 
 
