@@ -130,6 +130,9 @@ def test_the_last_episode_closes_once_the_user_is_idle(tmp_path: Path) -> None:
             time.sleep(0.5)
         [stream] = memory.status("u")
         assert (stream.episodes, stream.open_episode_turns) == (1, 0), stream
-        assert pilot.runs == 2  # the one after the write, then the idle follow-up
+        assert [e.reason for e in memory.episodes("u")] == ["idle"]
+        # the one after the write, then the idle follow-up (on a machine so
+        # loaded that the first came after the idle limit, that one alone)
+        assert pilot.runs in (1, 2)
         assert any("oslo" in f.text.lower() for f in memory.facts("u"))
     memory.close()
