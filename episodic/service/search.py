@@ -267,19 +267,15 @@ FRESH_TURNS = 32
 
 
 def _query_vectors(
-    rt: Runtime, query: str, bare: str, ts: TurnSet | None
-) -> tuple[np.ndarray, np.ndarray]:
+    rt: Runtime, query: str, bare: str, fresh: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The vectors of the query, for facts and reflections ("User has a dog"
-    names whom it is about), and of the query without the speakers' names
-    (`without_speakers`), for turns; with `ts`, its newest turns' missing
-    vectors too (`FRESH_TURNS`), attached to it. One embed call."""
+    names whom it is about), of the query without the speakers' names
+    (`without_speakers`), for turns, and of the `fresh` turn texts
+    (`FRESH_TURNS`); one embed call."""
     queries = [query] if bare == query else [query, bare]
-    fresh = [] if ts is None else ts.unembedded(FRESH_TURNS)
-    texts = [ts.rows[p].text for p in fresh] if ts is not None else []
-    vecs = rt.embedder.embed(queries + texts).astype(np.float32)
-    if ts is not None and fresh:
-        ts.attach(fresh, vecs[len(queries) :])
-    return vecs[0], vecs[len(queries) - 1]
+    vecs = rt.embedder.embed(queries + fresh).astype(np.float32)
+    return vecs[0], vecs[len(queries) - 1], vecs[len(queries) :]
 
 
 def search_memory(
@@ -297,8 +293,11 @@ def search_memory(
         bare = without_speakers(query, um.turns.speakers)
         named = named_speaker(query, um.turns.speakers)
         about = naming_the_user(query, user_id)  # for facts and reflections: "User ..."
-        turns = um.turns if "turns" in opts.kinds else None
-        qvec, tvec = _query_vectors(rt, about, bare, turns)
+        fresh = um.turns.unembedded(FRESH_TURNS) if "turns" in opts.kinds else []
+        texts = [um.turns.rows[p].text for p in fresh]
+        qvec, tvec, fresh_vecs = _query_vectors(rt, about, bare, texts)
+        if fresh:
+            um.turns.attach(fresh, fresh_vecs)
         raw: list[_Raw] = []
         if "turns" in opts.kinds:
             raw += _turn_candidates(um, bare, tvec, opts.pool, named)

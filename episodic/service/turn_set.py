@@ -89,7 +89,6 @@ class TurnSet:
         self._before = array("i")
         self._after = array("i")
         self._pending: dict[str, np.ndarray] = {}  # vectors of turns not yet read
-        self._erased: set[int] = set()  # positions of forgotten turns
         self.newest: datetime | None = None
         # who speaks in the turns, as a question names them: the people named
         # besides the role, and the parties of an agent's stream ("the user")
@@ -140,7 +139,6 @@ class TurnSet:
         self._at[(row.stream_id, row.seq)] = at
         tool = str(r["role"]) == "tool" or str(r.get("kind") or "").startswith("tool-")
         if row.text == TOMBSTONE:  # forgotten: held for its place, never found
-            self._erased.add(at)
             self.bm25.add([])
         else:
             self.bm25.add(tokens(self.doc(at, tool)))
@@ -233,7 +231,8 @@ class TurnSet:
         yet (written since the user's last consolidation), forgotten ones aside."""
         start = max(0, len(self.rows) - recent)
         tail = np.frombuffer(self._row_at, dtype=np.intc)[start:]
-        out = [p for p in (np.flatnonzero(tail < 0) + start).tolist() if p not in self._erased]
+        missing = (np.flatnonzero(tail < 0) + start).tolist()
+        out = [p for p in missing if self.rows[p].text != TOMBSTONE]
         del tail  # the array may grow again once no view of it is held
         return out
 
