@@ -15,6 +15,7 @@ from episodic.config import Settings, load_settings
 from storage import filters, schemas
 from storage.allocator import bound
 from storage.codec import to_table
+from storage.conflicts import on_conflict
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +262,7 @@ class Store:
         )
         return {str(r[column]): str(r["user_id"]) for r in rows}
 
+    @on_conflict  # another process made the same first index: found made on retry
     def ensure_indexes(self) -> dict[str, list[str]]:
         """Scalar BTree indexes and FTS indexes; rebuilt cheaply by optimize()."""
         made = self.keep_scalar_indexes(fold_at=None)
@@ -274,6 +276,7 @@ class Store:
                 made.setdefault(name, []).append(f"fts:{column}")
         return made
 
+    @on_conflict
     def keep_scalar_indexes(
         self, names: Iterable[str] = tuple(schemas.TABLES), fold_at: int | None = FOLD_AT
     ) -> dict[str, list[str]]:

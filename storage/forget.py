@@ -24,11 +24,11 @@ from typing import Any
 
 import pyarrow as pa
 from lancedb.index import FTS
-from tenacity import retry, retry_if_exception_message, stop_after_attempt, wait_exponential
 
 from episodic.models import now_utc, stable_id
 from storage import filters, schemas
 from storage.codec import to_naive
+from storage.conflicts import on_conflict
 from storage.db import FTS_COLUMNS, Store
 from storage.keys import TABLE as KEYS_TABLE
 from storage.ledger import TABLE as LEDGER_TABLE
@@ -85,12 +85,7 @@ def erase_user(store: Store, user_id: str) -> dict[str, int]:
     return counts
 
 
-@retry(
-    retry=retry_if_exception_message(match=".*[Cc]onflict.*"),
-    stop=stop_after_attempt(5),
-    wait=wait_exponential(multiplier=0.2, max=3),
-    reraise=True,
-)
+@on_conflict
 def purge_versions(store: Store, names: Iterable[str]) -> None:
     """Make deletions erasures: rewrite every fragment that has deleted rows
     (a delete only marks them), rebuild the text index (an inverted index

@@ -48,12 +48,44 @@ def show(
     if as_json:
         print_json(data)
         return
+    cells = [list(row) for row in rows]
+    if cells and not _fits(columns, cells, console.width):
+        _records(title, columns, cells)
+        return
     t = Table(title=escape(title))
     for col in columns:
         t.add_column(col)
-    for row in rows:
+    for row in cells:
         t.add_row(*(escape(cell) for cell in row))
     console.print(t)
+
+
+WRAP_MIN = 24  # a column of long text still reads when wrapped to this width
+
+
+def _fits(columns: Sequence[str], cells: list[list[str]], width: int) -> bool:
+    """Whether a table leaves every short column whole and every long one at
+    least WRAP_MIN wide; cut to "codi…" and "Com…" it says nothing."""
+    need = 0
+    for i, col in enumerate(columns):
+        natural = max(len(col), *(len(r[i]) for r in cells))
+        need += natural if natural <= WRAP_MIN else max(len(col), WRAP_MIN)
+    return need + 3 * len(columns) + 1 <= width
+
+
+def _records(title: str, columns: Sequence[str], cells: list[list[str]]) -> None:
+    """Each row as a block of `column  value` lines: for a terminal too narrow
+    for the table."""
+    console.print(title, style="bold", markup=False)
+    for n, row in enumerate(cells):
+        if n:
+            console.print()
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column()
+        for col, cell in zip(columns, row, strict=True):
+            grid.add_row(escape(col), escape(cell))
+        console.print(grid)
 
 
 def show_ingest(report: IngestReport, as_json: bool, title: str, to: Console = console) -> None:
