@@ -232,6 +232,7 @@ class Store:
         """How many data fragments a table has (each small append adds one)."""
         return _fragments(self.table(name))
 
+    @on_conflict  # a compaction loses to a concurrent update of its fragments
     def upkeep(self, name: str, keep_versions: timedelta, between: Any = None) -> dict[str, Any]:
         """Compact one table and drop versions older than `keep_versions`;
         rows, versions and fragments before and after. `between` runs just
