@@ -84,7 +84,9 @@ def ingest_file(
             rejected.append(item)
             report.rejected += 1
             if len(report.first_reasons) < 5:
-                report.first_reasons.append(f"line {item.line_no}: {item.reason}")
+                where = f"line {item.line_no}: "  # a reason names its line already, or a message
+                reason = item.reason
+                report.first_reasons.append(reason if reason.startswith(where) else where + reason)
             if len(report.rejects) < LISTED:
                 report.rejects.append((item.line_no, item.reason))
         else:

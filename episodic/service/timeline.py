@@ -178,7 +178,7 @@ def _soft_panel(ax: Axes, tl: Timeline, xs: np.ndarray) -> None:
         "surprisal": 0.5,
     }
     named = {
-        "semantic_shift": f"distance {c.semantic_threshold:g} at 0.50",
+        "semantic_shift": f"distance {c.semantic_threshold:.2f} at 0.50",
         "change_point": f"{c.cp_threshold:.2f}",
         "surprisal": f"z {c.surprisal_threshold:.2f} at 0.50",
     }
@@ -362,7 +362,7 @@ def draw(tl: Timeline, out: Path) -> Path:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with _missing_glyphs_quiet():
-            fig.savefig(out, dpi=110)
+            fig.savefig(out, dpi=110, bbox_inches="tight")  # the legends right of the panels whole
     finally:
         plt.close(fig)
     return out

@@ -53,6 +53,9 @@ def test_a_huge_integer_timestamp_in_a_file_loses_only_its_line(tmp_path: Path) 
     report = memory.ingest(path, "jsonl", user_id="u")
     assert (report.accepted, report.rejected) == (2, 2)
     assert {r["line_no"] for r in _rejected(memory, "u")} == {2, 3}
+    # each reason names its line once ("line 2: ...", not "line 2: line 2: ...")
+    assert [r.split(":")[0] for r in report.as_dict()["first_reasons"]] == ["line 2", "line 3"]
+    assert not any(r.count("line ") > 1 for r in report.as_dict()["first_reasons"])
 
 
 def test_a_repeated_yes_without_id_or_time_is_kept_twice(tmp_path: Path) -> None:
