@@ -166,7 +166,7 @@ def _check_demo_pages(ui: Page, m: Memory) -> None:
     for row, e in zip(table, eps[::-1], strict=True):
         assert row.find_element("css selector", ".reason").text == e.reason
     for label in ui.els("svg.lane text.cut"):  # wide blocks name their cut on the lane
-        assert any(e.reason.startswith(label.text) for e in eps), label.text
+        assert any(e.reason.startswith(label.text.removesuffix("…")) for e in eps), label.text
     ui.shot("timeline")
     # an episode: clicked on the timeline; turns, cut reason, signals, summary, facts
     ep = eps[0]
@@ -201,6 +201,9 @@ def _check_demo_pages(ui: Page, m: Memory) -> None:
     assert {r.get_attribute("data-fact") for r in ui.els("#facts tbody tr[data-fact]")} == {
         f.fact_id for f in then
     }
+    assert "believed true on 2025-03-12" in ui.el("#as-of-note").text
+    ui.go("/ui/facts?as_of=notadate")  # said why, and claims no date
+    assert "is not a date" in ui.el("p.error").text and not ui.els("#as-of-note")
     changed = next(f for f in every if f.status == "superseded")
     ui.go(f"/ui/facts?status=all&q={changed.text.split()[-1]}")
     ui.click(f'#facts tr[data-fact="{changed.fact_id}"] a')
