@@ -68,6 +68,22 @@ class Hit(View):
     cosine: float | None
     seq: int | None = None  # a turn hit's own position in its stream
 
+    def brief(self) -> dict[str, Any]:
+        """What an agent reads: the text, when it was said, the score, and the
+        neighbour turns as `speaker: text` lines; about a third of `as_json`,
+        which keeps every part of the score for people and tests."""
+        out: dict[str, Any] = {"kind": self.kind, "id": self.item_id, "text": self.text}
+        own = next((t for t in self.turns if t.turn_id == self.item_id), None)
+        if own is not None:
+            out["when"] = own.event_ts.isoformat()
+        out["score"] = round(self.score, 3)
+        context = [f"{t.speaker}: {t.text}" for t in self.turns if t.turn_id != self.item_id]
+        if context:
+            out["context"] = context
+        if self.episode_id:
+            out["episode_id"] = self.episode_id
+        return out
+
 
 class TurnView(View):
     turn_id: str

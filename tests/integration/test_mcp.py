@@ -6,6 +6,7 @@ facts and episodes on a consolidated store answer what the store holds."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -84,9 +85,20 @@ def test_tools_are_the_memory_calls_for_the_server_user(tmp_path: Path) -> None:
     assert memory.rt.raw.by_ids("alice", receipt["turn_ids"]) == []
     assert tool_data(facts) == {"facts": []} and tool_data(episodes) == {"episodes": []}
     # turns only: no score part depends on the clock, so the hits are equal
-    expected = [h.as_json() for h in memory.search("mcp-user", "helm staging", k=4, record=False)]
-    [recall] = mcp_calls(server, [("recall", {"query": "helm staging", "k": 4})])
-    assert expected and tool_data(recall) == {"hits": expected}
+    found = memory.search("mcp-user", "helm staging", k=4, record=False)
+    [recall, traced] = mcp_calls(
+        server,
+        [
+            ("recall", {"query": "helm staging", "k": 4}),
+            ("recall", {"query": "helm staging", "k": 4, "trace": True}),
+        ],
+    )
+    assert found and tool_data(traced) == {"hits": [h.as_json() for h in found]}
+    # by default the brief form: what the agent reads, a fraction of the trace
+    brief = tool_data(recall)["hits"]
+    assert brief == [h.brief() for h in found]
+    assert all(h["text"] and h["when"] and "rrf" not in h for h in brief)
+    assert len(json.dumps(brief)) < len(json.dumps(tool_data(traced)["hits"])) / 2
 
 
 def _data(result: Any) -> dict[str, Any]:
@@ -138,9 +150,9 @@ def test_mcp_tools_over_stdio(tmp_path: Path) -> None:
     assert facts == {"facts": expected_facts}
     assert every == {"episodes": expected_eps} and eps == {"episodes": expected_eps[:5]}
     assert 0 < len(hits["hits"]) <= 3 and any("helm" in h["text"] for h in hits["hits"])
-    # the shipped search: a turn hit comes with its neighbours and its episode
+    # the shipped search, brief: a turn hit comes with when it was said and its episode
     turn = next(h for h in hits["hits"] if h["kind"] == "turn")
-    assert turn["turns"] and turn["episode_id"] in {e["episode_id"] for e in expected_eps}
+    assert turn["when"] and turn["episode_id"] in {e["episode_id"] for e in expected_eps}
 
     async def other(session: ClientSession) -> Any:
         return _data(await session.call_tool("recall", {"query": "helm staging deploy", "k": 3}))

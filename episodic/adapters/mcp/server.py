@@ -1,11 +1,13 @@
 """`episodic mcp --user U`: an MCP server on stdio (the official `mcp` SDK).
 
-Tools: `remember` (turns in the generic JSONL shape), `recall` (query, k),
-`facts` (as_of) and `episodes` (recent). One server process serves one user:
-the user is fixed at start, never taken from a tool's arguments. Each tool is
-one call of the memory service and answers its views as JSON, the same the
-CLI's `--json` and the HTTP API give. A refused call answers an error whose
-text says why. stdout carries the protocol only.
+Tools: `remember` (turns in the generic JSONL shape), `recall` (query, k,
+trace), `facts` (as_of), `episodes` (recent) and `flush`. One server process
+serves one user: the user is fixed at start, never taken from a tool's
+arguments. Each tool is one call of the memory service and answers its views
+as JSON, the same the CLI's `--json` and the HTTP API give; `recall` answers
+each hit's brief form (`Hit.brief`: an agent pays for its context by the
+token) unless asked for the trace. A refused call answers an error whose text
+says why. stdout carries the protocol only.
 """
 
 from __future__ import annotations
@@ -77,15 +79,17 @@ def build_server(user_id: str, memory: Memory, *, autopilot: Autopilot | None = 
             return summary
 
     @server.tool()
-    def recall(query: str, k: int = 5) -> dict[str, Any]:
+    def recall(query: str, k: int = 5, trace: bool = False) -> dict[str, Any]:
         """Search memory (turns with their neighbours, facts, reflections), as
-        `episodic search` does; each hit with its score, turns and episode."""
+        `episodic search` does: each hit's text, when, score, context turns and
+        episode; `trace` adds every part of the score, as `episodic search --json`."""
         with _refusals():
             if not query.strip():
                 raise ValueError("query is empty")
             if not 1 <= k <= MAX_K:
                 raise ValueError(f"k must be between 1 and {MAX_K}, got {k}")
-            return {"hits": [h.as_json() for h in memory.search(user_id, query, k=k)]}
+            hits = memory.search(user_id, query, k=k)
+            return {"hits": [h.as_json() if trace else h.brief() for h in hits]}
 
     @server.tool()
     def facts(as_of: str | None = None) -> dict[str, Any]:
