@@ -141,7 +141,8 @@ def test_search_agrees(store: Path, tmp_path: Path) -> None:
         r = _timed(clock, lambda: c.get("/v1/search", params={"q": QUERY, "k": K}))
     assert r.status_code == 200, r.text
     http = r.json()
-    [result] = _timed(clock, lambda: mcp_calls(server, [("recall", {"query": QUERY, "k": K, "trace": True})]))
+    traced = {"query": QUERY, "k": K, "trace": True}
+    [result] = _timed(clock, lambda: mcp_calls(server, [("recall", traced)]))
     mcp = tool_data(result)["hits"]
     # something of every kind, or the comparison says little
     assert len(cli) == K and {h["kind"] for h in cli} == {"turn", "fact", "reflection"}, cli
