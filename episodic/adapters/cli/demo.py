@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from episodic.adapters.cli.output import clip
 from episodic.samples import DEMO_TRANSCRIPT
 from episodic.service.memory import Memory
 
@@ -79,7 +80,7 @@ def run_demo(console: Console, memory: Memory) -> dict[str, Any]:
             f"{h.relevance:.2f}",
             f"{h.recency:.2f}",
             f"{h.importance:.2f}",
-            escape(h.text[:70]),
+            escape(clip(h.text, 70)),
         )
     console.print(st)
     console.print(

@@ -14,6 +14,7 @@ from episodic.adapters.cli.context import for_user, memory
 from episodic.adapters.cli.guard import GuardedTyper, fail, preflight
 from episodic.adapters.cli.options import show_progress, spinner
 from episodic.adapters.cli.output import (
+    clip,
     console,
     err,
     esc,
@@ -263,7 +264,7 @@ def search(
                 f"{h.importance:.2f}",
                 "-" if h.seq is None else str(h.seq),
                 (h.episode_id or "-")[:SHORT_ID],
-                h.text[:70],
+                clip(h.text, 160),
             )
             for h in hits
         ),
@@ -288,7 +289,7 @@ def episode(
         markup=False,
     )
     for t in e.turns:
-        console.print(f"  {t.seq:>6} {t.speaker}: {t.text[:100]}", markup=False)
+        console.print(f"  {t.seq:>6} {t.speaker}: {clip(t.text, 160)}", markup=False)
 
 
 @app.command()
@@ -310,7 +311,7 @@ def reflections(
                 f"{r.importance:.0f}",
                 str(len(r.evidence_episode_ids)),
                 str(len(r.evidence_fact_ids)),
-                r.text[:80],
+                clip(r.text, 240),
             )
             for r in refl
         ),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,11 @@ if TYPE_CHECKING:
 
 console = Console()
 err = Console(stderr=True)
+
+
+def clip(text: str, n: int) -> str:
+    """`text` in at most `n` characters, cut at a word, with an ellipsis."""
+    return textwrap.shorten(text, n, placeholder=" …")
 
 
 def esc(value: object) -> str:
