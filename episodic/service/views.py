@@ -68,21 +68,41 @@ class Hit(View):
     cosine: float | None
     seq: int | None = None  # a turn hit's own position in its stream
 
-    def brief(self) -> dict[str, Any]:
-        """What an agent reads: the text, when it was said, the score, and the
-        neighbour turns as `speaker: text` lines; about a third of `as_json`,
-        which keeps every part of the score for people and tests."""
-        out: dict[str, Any] = {"kind": self.kind, "id": self.item_id, "text": self.text}
-        own = next((t for t in self.turns if t.turn_id == self.item_id), None)
-        if own is not None:
-            out["when"] = own.event_ts.isoformat()
-        out["score"] = round(self.score, 3)
-        context = [f"{t.speaker}: {t.text}" for t in self.turns if t.turn_id != self.item_id]
-        if context:
-            out["context"] = context
-        if self.episode_id:
-            out["episode_id"] = self.episode_id
-        return out
+    def brief(self) -> HitBrief:
+        return HitBrief.of(self)
+
+
+class HitBrief(View):
+    """A hit as an agent reads it (MCP `recall`, `GET /v1/recall`): the text,
+    when it was said, the score, the neighbour turns as `speaker: text` lines
+    and the episode; about 0.4 of a Hit's JSON, which keeps every part of the
+    score for people and tests."""
+
+    kind: str
+    id: str
+    text: str
+    when: datetime | None = None  # a turn hit's own time
+    score: float
+    context: list[str] | None = None
+    episode_id: str | None = None
+
+    @classmethod
+    def of(cls, h: Hit) -> HitBrief:
+        own = next((t for t in h.turns if t.turn_id == h.item_id), None)
+        context = [f"{t.speaker}: {t.text}" for t in h.turns if t.turn_id != h.item_id]
+        return cls(
+            kind=h.kind,
+            id=h.item_id,
+            text=h.text,
+            when=own.event_ts if own is not None else None,
+            score=round(h.score, 3),
+            context=context or None,
+            episode_id=h.episode_id,
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        """Without the empty fields: each one is tokens in an agent's context."""
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class TurnView(View):

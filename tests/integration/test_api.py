@@ -338,6 +338,14 @@ def test_search_answers_the_shipped_hits(alice: Alice) -> None:
     assert facts_only and {h["kind"] for h in facts_only} == {"fact"}
     active = {f.fact_id for f in alice.memory.facts("alice", include_inactive=True)}
     assert {h["item_id"] for h in facts_only} <= active
+    # the brief form an agent reads: the same hits, a fraction of the characters
+    with alice.client() as c:
+        brief = c.get("/v1/recall", params={"q": "where does alice live", "k": 7}).json()
+    assert [h["id"] for h in brief] == [h["item_id"] for h in hits]
+    assert [h["text"] for h in brief] == [h["text"] for h in hits]
+    assert all("rrf" not in h and "turns" not in h for h in brief)
+    assert next(h for h in brief if h["kind"] == "turn")["when"]
+    assert len(json.dumps(brief)) < len(json.dumps(hits)) / 2
 
 
 @pytest.mark.slow

@@ -96,7 +96,7 @@ def test_tools_are_the_memory_calls_for_the_server_user(tmp_path: Path) -> None:
     assert found and tool_data(traced) == {"hits": [h.as_json() for h in found]}
     # by default the brief form: what the agent reads, a fraction of the trace
     brief = tool_data(recall)["hits"]
-    assert brief == [h.brief() for h in found]
+    assert brief == [h.brief().as_json() for h in found]
     assert all(h["text"] and h["when"] and "rrf" not in h for h in brief)
     assert len(json.dumps(brief)) < len(json.dumps(tool_data(traced)["hits"])) / 2
 

@@ -175,6 +175,22 @@ def create_app(
         except ValueError as e:
             raise HTTPException(400, str(e)) from e
 
+    @app.get(
+        "/v1/recall",
+        response_model=list[views.HitBrief],
+        response_model_exclude_none=True,
+        tags=["read"],
+    )
+    def recall(
+        key: Reader,
+        q: Annotated[str, Query(min_length=1, max_length=4000)],
+        k: Annotated[int, Query(ge=1, le=100)] = 5,
+        kinds: Annotated[str, Query(max_length=200)] = "turns,facts,reflections",
+    ) -> list[views.HitBrief]:
+        """The same search, each hit in the brief form an agent reads (MCP's
+        `recall`): text, when, score, context turns and episode."""
+        return [h.brief() for h in search(key, q, k, kinds)]
+
     @app.get("/v1/facts", response_model=list[views.FactView], tags=["read"])
     def facts(
         key: Reader,

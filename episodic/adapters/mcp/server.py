@@ -89,7 +89,7 @@ def build_server(user_id: str, memory: Memory, *, autopilot: Autopilot | None = 
             if not 1 <= k <= MAX_K:
                 raise ValueError(f"k must be between 1 and {MAX_K}, got {k}")
             hits = memory.search(user_id, query, k=k)
-            return {"hits": [h.as_json() if trace else h.brief() for h in hits]}
+            return {"hits": [h.as_json() if trace else h.brief().as_json() for h in hits]}
 
     @server.tool()
     def facts(as_of: str | None = None) -> dict[str, Any]:
