@@ -79,6 +79,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 Id = Annotated[str, Path(min_length=1, max_length=128)]
+Question = Annotated[str, Query(min_length=1, max_length=4000)]
+HitCount = Annotated[int, Query(ge=1, le=100)]
+Kinds = Annotated[str, Query(max_length=200)]
 
 
 def create_app(
@@ -163,10 +166,7 @@ def create_app(
 
     @app.get("/v1/search", response_model=list[views.Hit], tags=["read"])
     def search(
-        key: Reader,
-        q: Annotated[str, Query(min_length=1, max_length=4000)],
-        k: Annotated[int, Query(ge=1, le=100)] = 10,
-        kinds: Annotated[str, Query(max_length=200)] = "turns,facts,reflections",
+        key: Reader, q: Question, k: HitCount = 10, kinds: Kinds = "turns,facts,reflections"
     ) -> list[views.Hit]:
         """The shipped search, as `episodic search` runs it (docs/retrieval.md)."""
         wanted = tuple(x.strip() for x in kinds.split(",") if x.strip())
@@ -182,10 +182,7 @@ def create_app(
         tags=["read"],
     )
     def recall(
-        key: Reader,
-        q: Annotated[str, Query(min_length=1, max_length=4000)],
-        k: Annotated[int, Query(ge=1, le=100)] = 5,
-        kinds: Annotated[str, Query(max_length=200)] = "turns,facts,reflections",
+        key: Reader, q: Question, k: HitCount = 5, kinds: Kinds = "turns,facts,reflections"
     ) -> list[views.HitBrief]:
         """The same search, each hit in the brief form an agent reads (MCP's
         `recall`): text, when, score, context turns and episode."""
