@@ -274,6 +274,64 @@ class Facts:
             )
         self.store.update_columns("facts", rows)
 
+    def reword(
+        self, user_id: str, fact_id: str, text: str, vector: Sequence[float], actor: str
+    ) -> Fact:
+        """A person's fix of what a fact says: it was recorded wrong, so the
+        old row is superseded and never believed (valid to its own start; its
+        text stays in the history) and the new one holds for the same time,
+        citing the same episodes, with an UPDATE by `user-correction`. The
+        same fix again changes nothing."""
+        now = now_utc()
+        new_id = stable_id("reworded", user_id, fact_id, text)
+        (fact,) = self.by_ids(user_id, [fact_id])
+        if fact.status != "active":
+            done = self.by_ids(user_id, [new_id])
+            if done and done[0].supersedes == fact_id:
+                return done[0]
+            raise ValueError(f"fact {fact_id} is {fact.status}: only an active fact is reworded")
+        if text == fact.text:
+            return fact
+        new = fact.model_copy(
+            update={
+                "fact_id": new_id,
+                "text": text,
+                "vector": list(vector),
+                "created_at": now,
+                "recall_count": 0,
+                "last_recalled_at": None,
+                "supersedes": fact_id,
+            }
+        )
+        dim = self.store.dim
+        self.store.insert_new("facts", [to_row(new, dim, norm=text.casefold())])  # new first
+        self.store.update_columns(
+            "facts",
+            [
+                {
+                    "fact_id": fact_id,
+                    "status": "superseded",
+                    "valid_to": to_naive(fact.valid_from),
+                    "expired_at": to_naive(now),
+                }
+            ],
+        )
+        row = FactHistory(
+            history_id=stable_id("reworded-history", user_id, fact_id, new_id),
+            user_id=user_id,
+            fact_id=fact_id,
+            event="UPDATE",
+            old_text=fact.text,
+            new_text=text,
+            new_fact_id=new_id,
+            episode_id="",
+            decided_by=f"user-correction:{actor}",
+            at=now,
+        )
+        self.store.insert_new("fact_history", [to_row(row, dim)])
+        (new,) = self.by_ids(user_id, [new_id])
+        return new
+
     def correct(self, user_id: str, fact_id: str, *, active: bool, actor: str) -> Fact:
         """A person's correction of one fact: closed now (DELETE) or opened
         again (ADD), with a history row decided by `user-correction`."""

@@ -134,6 +134,12 @@ class _Verbs:
             kind="fact", ident=fact_id,
         )  # fmt: skip
 
+    def reword(self, fact_id: str, text: str) -> Call[views.FactView]:
+        return Call(
+            "POST", f"/v1/facts/{_seg(fact_id)}/reword", views.FactView.model_validate,
+            json={"text": text}, kind="fact", ident=fact_id,
+        )  # fmt: skip
+
     def episodes(self, stream_id: str | None, limit: int | None) -> Call[list[views.EpisodeView]]:
         params: dict[str, Any] = {"limit": MAX_EPISODES if limit is None else limit}
         if stream_id is not None:
@@ -298,6 +304,10 @@ class Client(_Connection[httpx.Client], Closing):
         self._as(user_id)
         return self._run(self._v.correct(fact_id, "restore"))
 
+    def reword_fact(self, user_id: str, fact_id: str, text: str) -> views.FactView:
+        self._as(user_id)
+        return self._run(self._v.reword(fact_id, text))
+
     def episodes(
         self, user_id: str, *, stream_id: str | None = None, limit: int | None = None
     ) -> list[views.EpisodeView]:
@@ -411,6 +421,10 @@ class AsyncClient(_Connection[httpx.AsyncClient]):
     async def restore_fact(self, user_id: str, fact_id: str) -> views.FactView:
         await self._as(user_id)
         return await self._run(self._v.correct(fact_id, "restore"))
+
+    async def reword_fact(self, user_id: str, fact_id: str, text: str) -> views.FactView:
+        await self._as(user_id)
+        return await self._run(self._v.reword(fact_id, text))
 
     async def episodes(
         self, user_id: str, *, stream_id: str | None = None, limit: int | None = None

@@ -344,6 +344,23 @@ class Memory(Closing):
         full = self._resolve("fact", fact_id, self._fact_ids(user_id))
         return FactView.of(self.rt.facts.correct(user_id, full, active=True, actor=actor))
 
+    def reword_fact(
+        self, user_id: str, fact_id: str, text: str, *, actor: str = "user"
+    ) -> FactView:
+        """The user's fix of what a fact says: a new active fact with `text`,
+        for the same time and episodes, superseding the old one, which is never
+        believed again (an UPDATE by `user-correction` in its history)."""
+        from episodic.facts.schema import MAX_MERGE_TEXT  # the longest a model may word one
+
+        text = " ".join(text.split())
+        if not text:
+            raise ValueError("the fact's new text is empty")
+        if len(text) > MAX_MERGE_TEXT:
+            raise ValueError(f"a fact is at most {MAX_MERGE_TEXT} characters, got {len(text)}")
+        full = self._resolve("fact", fact_id, self._fact_ids(user_id))
+        vector = self.rt.embedder.embed([text])[0]
+        return FactView.of(self.rt.facts.reword(user_id, full, text, vector.tolist(), actor))
+
     def _fact_ids(self, user_id: str) -> list[str]:
         return [f.fact_id for f in self.rt.facts.list(user_id, include_inactive=True)]
 

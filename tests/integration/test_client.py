@@ -141,6 +141,11 @@ def test_async_client_over_asgi_corrects_and_forgets(store: Store) -> None:
             out["invalidated"] = await c.invalidate_fact("bob", fid)
             out["restored"] = await c.restore_fact("bob", fid)
             out["history"] = await c.history("bob", fid)
+            out["reworded"] = await c.reword_fact("bob", fid, "Bob's team runs Postgres 17")
+            with pytest.raises(ValueError, match="422"):  # an empty text
+                await c.reword_fact("bob", out["reworded"].fact_id, "")
+            with pytest.raises(ValueError, match="superseded"):
+                await c.reword_fact("bob", fid, "something else")
             out["added"] = await c.add(
                 "bob", [{"role": "user", "text": "ping", "id": "late-1"}], stream_id="late"
             )
@@ -160,6 +165,10 @@ def test_async_client_over_asgi_corrects_and_forgets(store: Store) -> None:
     assert out["hits"] and all(isinstance(h, Hit) for h in out["hits"])
     assert out["invalidated"].status == "deleted" and out["restored"].status == "active"
     assert [e.event for e in out["history"]][-2:] == ["DELETE", "ADD"]
+    reworded = out["reworded"]
+    assert (reworded.status, reworded.supersedes) == ("active", out["facts"][0].fact_id)
+    assert reworded.text == "Bob's team runs Postgres 17"
+    assert reworded.fact_id in {f.fact_id for f in out["after"]}  # forgetting the old kept it
     assert out["added"].accepted == 1
     assert {s.stream_id for s in m.status("bob")} >= {"late"}
     receipt = out["forgot"]

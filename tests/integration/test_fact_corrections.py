@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.cli_support import cli, cli_home, refused
 from tests.integration.helpers import make_memory
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -30,3 +31,60 @@ def test_invalidate_then_restore_a_fact(tmp_path: Path) -> None:
     assert memory.doctor("u").ok
     assert memory.restore_fact("u", fact.fact_id) == back  # already active: nothing new
     assert len(memory.fact_history("u", fact.fact_id)) == len(events)
+
+
+def test_reword_a_fact_recorded_wrong(tmp_path: Path) -> None:
+    memory = make_memory(tmp_path)
+    memory.add("u", [{"role": "user", "text": "I live in Paris.", "ts": "2025-03-02T09:00:00Z"}])
+    memory.consolidate("u", flush=True)
+    (old,) = memory.facts("u")
+    new = memory.reword_fact("u", old.fact_id[:10], "  User lives in\nLyon ")
+    # a new active fact, for the same time and episodes, superseding the old one
+    assert (new.text, new.status, new.supersedes) == ("User lives in Lyon", "active", old.fact_id)
+    assert new.valid_from == old.valid_from and new.source_episode_ids == old.source_episode_ids
+    assert [f.fact_id for f in memory.facts("u")] == [new.fact_id]
+    # recorded wrong: the old wording is believed at no time, and is kept in the history
+    (was,) = [f for f in memory.facts("u", include_inactive=True) if f.fact_id == old.fact_id]
+    assert was.status == "superseded"
+    assert [f.text for f in memory.facts("u", as_of=old.valid_from)] == ["User lives in Lyon"]
+    last = memory.fact_history("u", old.fact_id)[-1]
+    assert (last.event, last.old_text, last.new_text, last.new_fact_id, last.decided_by) == (
+        "UPDATE", old.text, "User lives in Lyon", new.fact_id, "user-correction:user",
+    )  # fmt: skip
+    assert memory.doctor("u").ok
+    # found by meaning and words under its new wording
+    hits = memory.search("u", "which city is the user in", k=3, record=False)
+    assert hits[0].item_id == new.fact_id and hits[0].text == "User lives in Lyon"
+    # the same fix again changes nothing; an empty one or one of a closed fact is refused
+    n = len(memory.fact_history("u", old.fact_id))
+    assert memory.reword_fact("u", old.fact_id, "User lives in Lyon") == new
+    assert len(memory.fact_history("u", old.fact_id)) == n
+    with pytest.raises(ValueError, match="empty"):
+        memory.reword_fact("u", new.fact_id, " \n ")
+    with pytest.raises(ValueError, match="superseded"):
+        memory.reword_fact("u", old.fact_id, "User lives in Nice")
+    assert memory.reword_fact("u", new.fact_id, new.text) == new  # unchanged: no new row
+    assert len(memory.facts("u", include_inactive=True)) == 2
+
+
+def test_the_command_line_corrects_a_fact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = cli_home(monkeypatch, tmp_path / "home")
+    memory.add("u", [{"role": "user", "text": "I live in Paris.", "ts": "2025-03-02T09:00:00Z"}])
+    memory.consolidate("u", flush=True)
+    (old,) = memory.facts("u")
+    new = cli("reword", old.fact_id[:8], "User lives in Lyon", "--user", "u", "--json")
+    assert (new["text"], new["supersedes"], new["status"]) == (
+        "User lives in Lyon", old.fact_id, "active",
+    )  # fmt: skip
+    assert [f.fact_id for f in memory.facts("u")] == [new["fact_id"]]
+    assert refused("reword", new["fact_id"], "  ", "--user", "u", code=2) == (
+        "error: the fact's new text is empty"
+    )
+    assert cli("invalidate", new["fact_id"], "--user", "u", "--json")["status"] == "deleted"
+    assert cli("restore", new["fact_id"][:8], "--user", "u", "--json")["status"] == "active"
+    events = [(h.event, h.decided_by) for h in memory.fact_history("u", new["fact_id"])]
+    assert events[-3:] == [
+        ("UPDATE", "user-correction:cli"),
+        ("DELETE", "user-correction:cli"),
+        ("ADD", "user-correction:cli"),
+    ]

@@ -204,11 +204,16 @@ def _check_demo_pages(ui: Page, m: Memory) -> None:
     assert "believed true on 2025-03-12" in ui.el("#as-of-note").text
     ui.go("/ui/facts?as_of=notadate")  # said why, and claims no date
     assert "is not a date" in ui.el("p.error").text and not ui.els("#as-of-note")
-    changed = next(f for f in every if f.status == "superseded")
+    for f in every:  # each fact's page is that fact's, a successor's too
+        ui.go(f"/ui/facts/{f.fact_id[:10]}")
+        assert (ui.el("#fact-text").text, ui.el("#fact-status").text) == (f.text, f.status)
+    old = next(f for f in every if f.status == "superseded")
+    changed = next(f for f in every if f.supersedes == old.fact_id)
     ui.go(f"/ui/facts?status=all&q={changed.text.split()[-1]}")
     ui.click(f'#facts tr[data-fact="{changed.fact_id}"] a')
     assert ui.el("#fact-text").text == changed.text
     history = m.fact_history("demo", changed.fact_id)
+    assert [h.event for h in history][:2] == ["ADD", "UPDATE"]  # the chain, from the old one
     rows = ui.els("#history tbody tr")
     assert len(rows) == len(history)
     assert [r.find_element("css selector", ".event").text for r in rows] == [
@@ -257,6 +262,18 @@ def _act_as_demo(ui: Page, m: Memory) -> None:
     ui.click("#restore")
     assert "Restored." in ui.click("#confirm")
     assert fact.fact_id in {f.fact_id for f in m.facts("demo")}
+    # reword another fact: typed on its page, a new fact supersedes it
+    other = m.facts("demo")[1]
+    ui.go(f"/ui/facts/{other.fact_id}")
+    box = ui.el("#wording")
+    box.clear()
+    box.send_keys("User prefers squash merges and small PRs")
+    assert "Reworded" in ui.click("#reword")
+    assert ui.el("#fact-text").text == "User prefers squash merges and small PRs"
+    (new,) = [f for f in m.facts("demo") if f.supersedes == other.fact_id]
+    assert new.text == "User prefers squash merges and small PRs"
+    assert other.fact_id not in {f.fact_id for f in m.facts("demo")}
+    assert m.fact_history("demo", other.fact_id)[-1].decided_by.startswith("user-correction:ui")
     # forget the fact
     ui.go(f"/ui/facts/{fact.fact_id}")
     ui.click("#forget-fact")

@@ -560,13 +560,14 @@ def soak(
 
 
 # commands that live in their own modules
-from episodic.adapters.cli import agents, alerts, forget, llm, ops  # noqa: E402
+from episodic.adapters.cli import agents, alerts, corrections, forget, llm, ops  # noqa: E402
 
 ops.register(app)
 alerts.register(app)
 agents.register(app)
 llm.register(app)
 forget.register(app)
+corrections.register(app)
 
 
 def main() -> None:

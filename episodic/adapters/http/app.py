@@ -43,6 +43,12 @@ class TurnsIn(BaseModel):
     turns: list[Any] = Field(max_length=MAX_TURNS)
 
 
+class RewordIn(BaseModel):
+    """What the fact should say."""
+
+    text: str = Field(min_length=1, max_length=2000)
+
+
 class ConsolidateOut(BaseModel):
     """`local`: the run happened in this process, `summary` says what it did;
     `deployment`: a run of the `consolidate` deployment was queued, `run_id` names it."""
@@ -248,6 +254,15 @@ def create_app(
     def restore_fact(fact_id: Id, key: Writer) -> views.FactView:
         """Undo an invalidation: the fact is active again."""
         return memory.restore_fact(key.user_id, fact_id, actor=f"api:{key.key_id}")
+
+    @app.post("/v1/facts/{fact_id}/reword", response_model=views.FactView, tags=["write"])
+    def reword_fact(fact_id: Id, body: RewordIn, key: Writer) -> views.FactView:
+        """The user's fix of what a fact says: the new fact, superseding the
+        old one (never believed again; its text stays in the history)."""
+        try:
+            return memory.reword_fact(key.user_id, fact_id, body.text, actor=f"api:{key.key_id}")
+        except ValueError as e:
+            raise HTTPException(400, str(e)) from e
 
     def forget(user_id: str, **target: str) -> views.ForgetReceipt:
         # recalls a search noted write to the tables a forget compacts: written first

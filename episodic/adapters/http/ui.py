@@ -46,6 +46,8 @@ ACTIONS = {
                    "can be restored (a DELETE by user-correction in its history).", "fact"),
     "restore": ("Restore this fact: it is believed again (an ADD by "
                 "user-correction in its history).", "fact"),
+    "reword": ("Reword this fact: a new fact says it, superseding this one "
+               "(an UPDATE by user-correction in its history).", "fact"),
     "forget-fact": ("Forget this fact: its row and its whole history are erased "
                     "from every file; reflections citing it go.", "fact"),
     "forget-turn": ("Forget this turn: its text is erased (a tombstone keeps its "
@@ -409,19 +411,20 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
     def fact(
         fact_id: str, who: Who, done: Annotated[str, Query(max_length=20)] = ""
     ) -> HTMLResponse:
-        try:
-            history = memory.fact_history(who.user, fact_id)
-        except NotFoundError:
-            return missing(who, "fact")
-        full = history[0].fact_id if history else fact_id
-        found = [
-            f
-            for f in memory.facts(who.user, include_inactive=True)
-            if f.fact_id in (full, fact_id) or f.fact_id.startswith(fact_id)
+        # this fact, by its id or a unique prefix; its history starts at the
+        # fact it superseded, so that history's first id names another fact
+        rows = memory.facts(who.user, include_inactive=True)
+        found = [f for f in rows if f.fact_id == fact_id] or [
+            f for f in rows if f.fact_id.startswith(fact_id)
         ]
-        if not found:
+        if len(found) != 1:
             return missing(who, "fact")
-        done_text = {"invalidate": "Invalidated.", "restore": "Restored."}.get(done)
+        history = memory.fact_history(who.user, found[0].fact_id)
+        done_text = {
+            "invalidate": "Invalidated.",
+            "restore": "Restored.",
+            "reword": "Reworded: this fact supersedes the old wording.",
+        }.get(done)
         return page("fact.html", who, fact=found[0], history=history, done=done_text)
 
     @router.get("/search")
@@ -498,6 +501,7 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
         csrf: Annotated[str, Form(max_length=100)],
         target: Annotated[str, Form(max_length=128)] = "",
         typed: Annotated[str, Form(max_length=512)] = "",
+        wording: Annotated[str, Form(max_length=2000)] = "",
     ) -> Response:
         if not secrets.compare_digest(csrf, who.csrf):
             return page("error.html", who, 403, message="This form expired: open it again.")
@@ -507,6 +511,7 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
         do: dict[str, Callable[[], Any]] = {
             "invalidate": lambda: memory.invalidate_fact(who.user, target, actor=actor),
             "restore": lambda: memory.restore_fact(who.user, target, actor=actor),
+            "reword": lambda: memory.reword_fact(who.user, target, wording, actor=actor),
             "forget-fact": lambda: memory.forget(who.user, fact=target, actor=actor),
             "forget-turn": lambda: memory.forget(who.user, turn=target, actor=actor),
             "forget-episode": lambda: memory.forget(who.user, episode=target, actor=actor),
@@ -521,7 +526,9 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
             out = do[action]()
         except NotFoundError:
             return missing(who, ACTIONS[action][1])
-        if action in ("invalidate", "restore"):
+        except ValueError as e:  # a reword's empty text, a fact no longer active
+            return page("error.html", who, 400, message=str(e))
+        if action in ("invalidate", "restore", "reword"):
             return RedirectResponse(f"/ui/facts/{out.fact_id}?done={action}", status_code=303)
         if action == "forget-user":
             sessions.close(who.sid)  # the key itself is gone with the user
