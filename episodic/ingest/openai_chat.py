@@ -89,6 +89,11 @@ def message_parts(msg: dict[str, Any]) -> Parts:
                 meta["tool_call_id"] = call["id"]
             out.parts.append(Part("assistant", call_text, tool_call=True, meta=meta))
     if not out.parts and text is None:
+        if "text" in msg:  # a turn of the generic format, in a JSON list
+            return Parts(
+                error="missing field: content (turns with `text` are generic JSONL: "
+                "one JSON object a line)"
+            )
         return Parts(error="missing field: content")
     return out
 

@@ -168,6 +168,18 @@ def test_whole_json_bad_message_loses_only_that_message(tmp_path: Path) -> None:
     assert json.loads(rej[0].raw) == msgs[1]
 
 
+def test_a_json_list_of_generic_turns_says_where_they_belong(tmp_path: Path) -> None:
+    p = tmp_path / "turns.json"
+    p.write_text(json.dumps([{"role": "user", "text": "hi"}, {"role": "user", "content": "ok"}]))
+    out = list(parse_file(p))  # read as a list of chat messages: they have `content`
+    assert [t.text for t in out if isinstance(t, TurnIn)] == ["ok"]
+    (rej,) = [r for r in out if isinstance(r, Rejected)]
+    assert rej.reason == (
+        "message 1: missing field: content (turns with `text` are generic JSONL: "
+        "one JSON object a line)"
+    )
+
+
 def test_bad_utf8_inside_whole_json_rejects_only_its_message(tmp_path: Path) -> None:
     p = tmp_path / "chat.json"
     p.write_bytes(b'[{"role": "user", "content": "ok"}, {"role": "user", "content": "caf\xe9"}]')
