@@ -76,6 +76,8 @@ def detect_format(path: Path) -> str:
             head = f.read(HEAD_BYTES)
     except OSError as e:
         raise IngestError(str(path), f"cannot read: {e.strerror or e}") from e
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # what PowerShell's `>` writes
+        raise IngestError(str(path), "the file is UTF-16; save it as UTF-8 and ingest again")
     fmt = sniff(head.decode("utf-8", "replace"))
     if fmt is None:
         reason = "empty file" if not head.strip() else "unknown transcript format"

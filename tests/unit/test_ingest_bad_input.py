@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from episodic.errors import IngestError
 from episodic.ingest import parse_file, parse_with_stats
 from episodic.models import Rejected, TurnIn
 
@@ -166,6 +167,13 @@ def test_whole_json_bad_message_loses_only_that_message(tmp_path: Path) -> None:
     assert [r.line_no for r in rej] == [2, 3, 4, 5]
     assert rej[0].reason.startswith("message 2: content must be")
     assert json.loads(rej[0].raw) == msgs[1]
+
+
+def test_a_utf16_file_is_named_so(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_text(line(1) + "\n", encoding="utf-16")
+    with pytest.raises(IngestError, match="UTF-16; save it as UTF-8"):
+        list(parse_file(p))
 
 
 def test_a_json_list_of_generic_turns_says_where_they_belong(tmp_path: Path) -> None:
