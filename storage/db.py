@@ -263,10 +263,16 @@ class Store:
         )
         return {str(r[column]): str(r["user_id"]) for r in rows}
 
-    @on_conflict  # another process made the same first index: found made on retry
     def ensure_indexes(self) -> dict[str, list[str]]:
         """Scalar BTree indexes and FTS indexes; rebuilt cheaply by optimize()."""
         made = self.keep_scalar_indexes(fold_at=None)
+        for name, fts in self._fts_indexes().items():
+            made.setdefault(name, []).extend(fts)
+        return made
+
+    @on_conflict  # another process made the same first index: found made on retry
+    def _fts_indexes(self) -> dict[str, list[str]]:
+        made: dict[str, list[str]] = {}
         for name, column in FTS_COLUMNS.items():
             tbl = self.table(name)
             if tbl.count_rows() == 0:

@@ -332,6 +332,12 @@ class Memory(Closing):
         )
         return [FactView.of(f) for f in rows]
 
+    def fact(self, user_id: str, fact_id: str) -> FactView:
+        """One fact of any status, by its id or a unique prefix of it."""
+        full = self._resolve("fact", fact_id, self._fact_ids(user_id))
+        (row,) = self.rt.facts.by_ids(user_id, [full])
+        return FactView.of(row)
+
     def invalidate_fact(self, user_id: str, fact_id: str, *, actor: str = "user") -> FactView:
         """The user's correction: the fact stops being believed (status
         deleted, valid until now) with a DELETE in its history decided by

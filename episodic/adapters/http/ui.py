@@ -411,21 +411,17 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
     def fact(
         fact_id: str, who: Who, done: Annotated[str, Query(max_length=20)] = ""
     ) -> HTMLResponse:
-        # this fact, by its id or a unique prefix; its history starts at the
-        # fact it superseded, so that history's first id names another fact
-        rows = memory.facts(who.user, include_inactive=True)
-        found = [f for f in rows if f.fact_id == fact_id] or [
-            f for f in rows if f.fact_id.startswith(fact_id)
-        ]
-        if len(found) != 1:
+        try:  # the fact itself: its history starts at the fact it superseded
+            shown = memory.fact(who.user, fact_id)
+        except NotFoundError:
             return missing(who, "fact")
-        history = memory.fact_history(who.user, found[0].fact_id)
+        history = memory.fact_history(who.user, shown.fact_id)
         done_text = {
             "invalidate": "Invalidated.",
             "restore": "Restored.",
             "reword": "Reworded: this fact supersedes the old wording.",
         }.get(done)
-        return page("fact.html", who, fact=found[0], history=history, done=done_text)
+        return page("fact.html", who, fact=shown, history=history, done=done_text)
 
     @router.get("/search")
     def search(
@@ -468,13 +464,7 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
         subject: Any = None
         try:
             if kind == "fact":
-                subject = next(
-                    (f for f in memory.facts(who.user, include_inactive=True)
-                     if f.fact_id == target),
-                    None,
-                )  # fmt: skip
-                if subject is None:
-                    return missing(who, "fact")
+                subject = memory.fact(who.user, target)
             elif kind == "episode":
                 subject = memory.episode(who.user, target)
             elif kind == "turn":
