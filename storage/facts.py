@@ -333,12 +333,18 @@ class Facts:
         return new
 
     def correct(self, user_id: str, fact_id: str, *, active: bool, actor: str) -> Fact:
-        """A person's correction of one fact: closed now (DELETE) or opened
-        again (ADD), with a history row decided by `user-correction`."""
+        """A person's correction of one fact: an active one closed now
+        (DELETE) or a deleted one opened again (ADD), with a history row
+        decided by `user-correction`. A superseded fact is neither: its
+        successor is what is believed (opening it would make two)."""
         now = now_utc()
         (fact,) = self.by_ids(user_id, [fact_id])
-        if (fact.status == "active") == active:
+        if fact.status == ("active" if active else "deleted"):
             return fact  # already so: no new history
+        if fact.status == "superseded":
+            raise ValueError(
+                f"fact {fact_id} is superseded: a newer fact replaced it; correct that one"
+            )
         status: FactStatus = "active" if active else "deleted"
         self.store.update_columns(
             "facts",

@@ -144,8 +144,13 @@ def test_async_client_over_asgi_corrects_and_forgets(store: Store) -> None:
             out["reworded"] = await c.reword_fact("bob", fid, "Bob's team runs Postgres 17")
             with pytest.raises(ValueError, match="422"):  # an empty text
                 await c.reword_fact("bob", out["reworded"].fact_id, "")
-            with pytest.raises(ValueError, match="superseded"):
-                await c.reword_fact("bob", fid, "something else")
+            for fix in (
+                c.reword_fact("bob", fid, "something else"),
+                c.invalidate_fact("bob", fid),  # its successor is what is believed
+                c.restore_fact("bob", fid),  # would make two active
+            ):
+                with pytest.raises(ValueError, match="400.*superseded"):
+                    await fix
             out["added"] = await c.add(
                 "bob", [{"role": "user", "text": "ping", "id": "late-1"}], stream_id="late"
             )

@@ -80,6 +80,9 @@ def test_the_command_line_corrects_a_fact(tmp_path: Path, monkeypatch: pytest.Mo
     assert refused("reword", new["fact_id"], "  ", "--user", "u", code=2) == (
         "error: the fact's new text is empty"
     )
+    for verb in ("invalidate", "restore"):  # the old wording: superseded, not undone
+        said = refused(verb, old.fact_id, "--user", "u", code=2)
+        assert said.startswith(f"error: fact {old.fact_id} is superseded"), said
     assert cli("invalidate", new["fact_id"], "--user", "u", "--json")["status"] == "deleted"
     assert cli("restore", new["fact_id"][:8], "--user", "u", "--json")["status"] == "active"
     events = [(h.event, h.decided_by) for h in memory.fact_history("u", new["fact_id"])]

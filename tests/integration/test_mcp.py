@@ -101,6 +101,50 @@ def test_tools_are_the_memory_calls_for_the_server_user(tmp_path: Path) -> None:
     assert len(json.dumps(brief)) < len(json.dumps(tool_data(traced)["hits"])) / 2
 
 
+@pytest.mark.usefixtures("prefect_harness")
+def test_an_agent_corrects_a_fact_the_user_says_is_wrong(tmp_path: Path) -> None:
+    memory = make_memory(tmp_path / "home")
+    paris = {"role": "user", "text": "I live in Paris.", "ts": "2025-03-02T09:00:00Z"}
+    for user in ("mcp-user", "other"):
+        memory.add(user, [paris])
+        memory.consolidate(user, flush=True)
+    (old,) = memory.facts("mcp-user")
+    (theirs,) = memory.facts("other")
+    server = build_server("mcp-user", memory)
+    reworded, gone, back, foreign, empty = mcp_calls(
+        server,
+        [
+            ("reword_fact", {"fact_id": old.fact_id[:10], "text": "User lives in Lyon"}),
+            ("invalidate_fact", {"fact_id": old.fact_id}),  # superseded now: refused below
+            ("restore_fact", {"fact_id": old.fact_id}),
+            ("invalidate_fact", {"fact_id": theirs.fact_id}),  # another user's: not found
+            ("reword_fact", {"fact_id": old.fact_id, "text": "  "}),
+        ],
+    )
+    new = tool_data(reworded)
+    assert (new["text"], new["supersedes"], new["status"]) == (
+        "User lives in Lyon", old.fact_id, "active",
+    )  # fmt: skip
+    assert [f.text for f in memory.facts("mcp-user")] == ["User lives in Lyon"]
+    last = memory.fact_history("mcp-user", old.fact_id)[-1]
+    assert (last.event, last.decided_by) == ("UPDATE", "user-correction:mcp")
+    for refused in (gone, back, foreign, empty):
+        assert tool_error(refused).partition(": ")[2], refused
+    assert theirs.fact_id in tool_error(foreign) and "not stored" in tool_error(foreign)
+    assert [f.fact_id for f in memory.facts("other")] == [theirs.fact_id]
+    # invalidated and restored through the tools, each in the fact's history
+    gone2, back2 = mcp_calls(
+        server,
+        [
+            ("invalidate_fact", {"fact_id": new["fact_id"]}),
+            ("restore_fact", {"fact_id": new["fact_id"]}),
+        ],
+    )
+    assert (tool_data(gone2)["status"], tool_data(back2)["status"]) == ("deleted", "active")
+    events = [(h.event, h.decided_by) for h in memory.fact_history("mcp-user", new["fact_id"])]
+    assert events[-2:] == [("DELETE", "user-correction:mcp"), ("ADD", "user-correction:mcp")]
+
+
 def _data(result: Any) -> dict[str, Any]:
     return tool_data(result)
 

@@ -5,6 +5,8 @@ recorded wrong). Each prints the fact as it now stands; history keeps the old.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
 
 from episodic.adapters.cli.context import for_user
@@ -35,26 +37,33 @@ def _print(fact: FactView, as_json: bool, title: str) -> None:
     )
 
 
+def _correct(fix: Callable[[], FactView], as_json: bool, title: str) -> None:
+    try:
+        fact = fix()
+    except ValueError as e:  # an empty wording, a superseded fact
+        fail(ExitCode.USAGE, str(e))
+    _print(fact, as_json, title)
+
+
 def invalidate(fact_id: str, user: str = USER, as_json: bool = AS_JSON) -> None:
     """Stop believing a fact (a unique id prefix will do): kept, with a DELETE
     by user-correction in its history; `episodic restore` undoes it."""
-    _print(for_user(user).invalidate_fact(user, fact_id, actor="cli"), as_json, "invalidated")
+    memory = for_user(user)
+    _correct(lambda: memory.invalidate_fact(user, fact_id, actor="cli"), as_json, "invalidated")
 
 
 def restore(fact_id: str, user: str = USER, as_json: bool = AS_JSON) -> None:
     """Believe an invalidated fact again (an ADD by user-correction)."""
-    _print(for_user(user).restore_fact(user, fact_id, actor="cli"), as_json, "restored")
+    memory = for_user(user)
+    _correct(lambda: memory.restore_fact(user, fact_id, actor="cli"), as_json, "restored")
 
 
 def reword(fact_id: str, text: str, user: str = USER, as_json: bool = AS_JSON) -> None:
     """Fix what a fact says: a new fact with TEXT, for the same time and
     episodes, supersedes it; the old wording is never believed again and
     stays in the history (an UPDATE by user-correction)."""
-    try:
-        fact = for_user(user).reword_fact(user, fact_id, text, actor="cli")
-    except ValueError as e:
-        fail(ExitCode.USAGE, str(e))
-    _print(fact, as_json, "reworded")
+    memory = for_user(user)
+    _correct(lambda: memory.reword_fact(user, fact_id, text, actor="cli"), as_json, "reworded")
 
 
 def register(app: typer.Typer) -> None:

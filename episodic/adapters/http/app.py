@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -245,24 +245,30 @@ def create_app(
         """The caller's key: its user, id and scopes."""
         return Me(user_id=key.user_id, key_id=key.key_id, scopes=list(key.scopes))
 
+    def corrected(fix: Callable[[], views.FactView]) -> views.FactView:
+        try:
+            return fix()
+        except ValueError as e:  # an empty wording, a superseded fact
+            raise HTTPException(400, str(e)) from e
+
     @app.post("/v1/facts/{fact_id}/invalidate", response_model=views.FactView, tags=["write"])
     def invalidate_fact(fact_id: Id, key: Writer) -> views.FactView:
         """The user's correction: the fact stops being believed (kept, reversible)."""
-        return memory.invalidate_fact(key.user_id, fact_id, actor=f"api:{key.key_id}")
+        actor = f"api:{key.key_id}"
+        return corrected(lambda: memory.invalidate_fact(key.user_id, fact_id, actor=actor))
 
     @app.post("/v1/facts/{fact_id}/restore", response_model=views.FactView, tags=["write"])
     def restore_fact(fact_id: Id, key: Writer) -> views.FactView:
         """Undo an invalidation: the fact is active again."""
-        return memory.restore_fact(key.user_id, fact_id, actor=f"api:{key.key_id}")
+        actor = f"api:{key.key_id}"
+        return corrected(lambda: memory.restore_fact(key.user_id, fact_id, actor=actor))
 
     @app.post("/v1/facts/{fact_id}/reword", response_model=views.FactView, tags=["write"])
     def reword_fact(fact_id: Id, body: RewordIn, key: Writer) -> views.FactView:
         """The user's fix of what a fact says: the new fact, superseding the
         old one (never believed again; its text stays in the history)."""
-        try:
-            return memory.reword_fact(key.user_id, fact_id, body.text, actor=f"api:{key.key_id}")
-        except ValueError as e:
-            raise HTTPException(400, str(e)) from e
+        actor = f"api:{key.key_id}"
+        return corrected(lambda: memory.reword_fact(key.user_id, fact_id, body.text, actor=actor))
 
     def forget(user_id: str, **target: str) -> views.ForgetReceipt:
         # recalls a search noted write to the tables a forget compacts: written first

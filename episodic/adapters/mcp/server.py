@@ -1,7 +1,9 @@
 """`episodic mcp --user U`: an MCP server on stdio (the official `mcp` SDK).
 
 Tools: `remember` (turns in the generic JSONL shape), `recall` (query, k,
-trace), `facts` (as_of), `episodes` (recent) and `flush`. One server process
+trace), `facts` (as_of), `episodes` (recent), `flush`, and the user's
+corrections `reword_fact`, `invalidate_fact` and `restore_fact` (kept in the
+fact's history as `user-correction:mcp`; erasing is for a person, not an agent). One server process
 serves one user: the user is fixed at start, never taken from a tool's
 arguments. Each tool is one call of the memory service and answers its views
 as JSON, the same the CLI's `--json` and the HTTP API give; `recall` answers
@@ -30,6 +32,7 @@ from episodic.service.memory import Memory
 MAX_TURNS = 1_000
 MAX_K = 100
 MAX_RECENT = 1_000
+ACTOR = "mcp"  # a correction's history names the face it came through
 
 
 @contextmanager
@@ -52,7 +55,8 @@ def build_server(user_id: str, memory: Memory, *, autopilot: Autopilot | None = 
             "Long-term memory. `remember` stores conversation turns; `recall` searches "
             "episodes, facts and reflections; `facts` lists what is believed true; "
             "`episodes` lists recent episodes; `flush` consolidates now (\"I'm done, "
-            'remember this").'
+            'remember this"); when the user says a fact is wrong, `reword_fact` fixes '
+            "its wording and `invalidate_fact` stops believing it (`restore_fact` undoes)."
         ),
         log_level="WARNING",
     )
@@ -106,6 +110,25 @@ def build_server(user_id: str, memory: Memory, *, autopilot: Autopilot | None = 
                 raise ValueError(f"recent must be between 1 and {MAX_RECENT}, got {recent}")
             eps = memory.episodes(user_id, limit=recent)[::-1]
             return {"episodes": [e.as_json() for e in eps]}
+
+    @server.tool()
+    def reword_fact(fact_id: str, text: str) -> dict[str, Any]:
+        """The user says a fact is worded wrong: a new fact with `text` supersedes
+        it for the same time and episodes; the old wording stays in its history."""
+        with _refusals():
+            return memory.reword_fact(user_id, fact_id, text, actor=ACTOR).as_json()
+
+    @server.tool()
+    def invalidate_fact(fact_id: str) -> dict[str, Any]:
+        """The user says a fact is not true: no longer believed, kept in its history."""
+        with _refusals():
+            return memory.invalidate_fact(user_id, fact_id, actor=ACTOR).as_json()
+
+    @server.tool()
+    def restore_fact(fact_id: str) -> dict[str, Any]:
+        """Undo `invalidate_fact`: the fact is believed again."""
+        with _refusals():
+            return memory.restore_fact(user_id, fact_id, actor=ACTOR).as_json()
 
     return server
 
