@@ -23,6 +23,7 @@ from episodic.reflection import (
     should_reflect,
     validate_evidence,
 )
+from episodic.reflection_repeats import without_repeats
 from episodic.service.evidence import evidence_hits
 from episodic.service.runtime import Runtime
 from episodic.service.search import MemoryOptions
@@ -38,6 +39,7 @@ class ReflectionRun:
     written: int = 0
     questions: int = 0
     dropped_evidence: int = 0
+    repeats: int = 0  # insights already held, or said twice in this run
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -148,6 +150,8 @@ def reflect_user(
             r.model_copy(update={"vector": [float(x) for x in v]})
             for r, v in zip(items, vecs, strict=True)
         ]
+        held = [r.vector for r in rt.reflections.list(user_id)]
+        items, run.repeats = without_repeats(items, held)
         run.written = rt.reflections.write(items)
     rt.reflections.mark_reflected(user_id, now)
     return run

@@ -133,3 +133,28 @@ def test_another_users_item_in_the_pool_is_rejected(tmp_path: Path) -> None:
     (r,) = rt.reflections.list("alice")
     assert r.text == "Alice and bob both"
     assert r.evidence_episode_ids == [mine[0].episode_id]
+
+
+def test_an_insight_said_twice_is_written_once(tmp_path: Path) -> None:
+    """Two focal questions lead to the same insight: one reflection, citing
+    both questions' evidence; a later run finding it again writes nothing."""
+    memory = make_memory(tmp_path / "home")
+    rt = memory.rt
+    mine = put(rt, *_episodes(rt, "alice", [8] * 3))
+
+    def pick(sources: list[Any]) -> list[tuple[str, list[int]]]:
+        pos = {s.item_id: n for n, s in enumerate(sources, start=1)}
+        return [
+            ("Rex keeps alice busy at the vet", [pos[mine[0].episode_id]]),
+            ("Rex keeps Alice busy at the vet!", [pos[e.episode_id] for e in mine[1:]]),
+        ]
+
+    rt.provider = _citing(pick)
+    run = reflect_user(rt, "alice", mine, total=24.0)
+    assert (run.written, run.repeats) == (1, 1)
+    (r,) = rt.reflections.list("alice")
+    assert r.text == "Rex keeps Alice busy at the vet!"  # the one citing more
+    assert sorted(r.evidence_episode_ids) == sorted(e.episode_id for e in mine)
+    again = reflect_user(rt, "alice", mine, total=24.0)
+    assert (again.written, again.repeats) == (0, 2)
+    assert [x.reflection_id for x in rt.reflections.list("alice")] == [r.reflection_id]
