@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from episodic.adapters.embedded import Memory
@@ -118,6 +119,13 @@ def test_browser_pages_match_the_store_and_act_on_it(
         # not logged in: the login form; a bad key stays there
         assert "API key" in ui.go("/ui/facts") and browser.current_url.endswith("/ui/login")
         assert "not valid" in ui.login("ep_0000000000000000_" + "x" * 30)
+        # a bad address: the login page first under /ui (a page once logged
+        # in, below), JSON under /v1
+        got = httpx.get(srv.url + "/ui/search?q=x&k=-1")
+        assert (got.status_code, got.headers["location"]) == (303, "/ui/login")
+        auth = {"Authorization": f"Bearer {demo_key}"}
+        got = httpx.get(srv.url + "/v1/search?q=x&k=-1", headers=auth)
+        assert got.status_code == 422 and got.json()["detail"][0]["loc"] == ["query", "k"]
         _check_demo_pages(ui, m)
         ui.login(demo_key)
         _act_as_demo(ui, m)
@@ -304,6 +312,11 @@ def _bob_sees_only_bob_then_forgets_everything(ui: Page, m: Memory, bob_key: str
         assert "coding-agent" not in body and "Berlin" not in body, path
         assert not any(t[:40] in body for t in demo_texts), path
     assert CANARY in ui.go("/ui/search?q=helm+staging")
+    # an address that is no page, a bad one: a page that says so, still bob's
+    assert ui.go("/ui/nowhere/at/all") and ui.el("#error").text == "No such page."
+    ui.go("/ui/search?q=helm&k=-1")
+    assert ui.el("#error").text.startswith("Not a valid request (k: ")
+    assert ui.el("#who-user").text == "bob"
     for path in (f"/ui/episodes/{demo_ep}", f"/ui/facts/{demo_fact}"):
         assert "No such" in ui.go(path) and demo_fact not in ui.body()
     assert "No such" in ui.go(f"/ui/confirm?action=forget-fact&target={demo_fact}")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Form, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -527,4 +528,21 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
             return r
         return page("forgotten.html", who, receipt=out, action=action)
 
+    @router.get("/{rest:path}")  # last: any other address under /ui
+    def nowhere(who: Who, rest: str) -> HTMLResponse:
+        return page("error.html", who, 404, message="No such page.")
+
     app.include_router(router)
+    json_invalid = app.exception_handlers[RequestValidationError]
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: Exception) -> Response:
+        # a page's bad address (k=-1) answers a page; the API's, its JSON
+        if not request.url.path.startswith("/ui") or not isinstance(exc, RequestValidationError):
+            return await json_invalid(request, exc)
+        try:
+            who: Viewer | None = viewer(request)
+        except _LoginNeeded:
+            who = None
+        said = "; ".join(f"{e['loc'][-1]}: {e['msg']}" for e in exc.errors())
+        return page("error.html", who, 400, message=f"Not a valid request ({said}).")
