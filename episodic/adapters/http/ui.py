@@ -14,6 +14,7 @@ rendered."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import secrets
 import threading
@@ -539,7 +540,8 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
     async def _invalid(request: Request, exc: Exception) -> Response:
         # a page's bad address (k=-1) answers a page; the API's, its JSON
         if not request.url.path.startswith("/ui") or not isinstance(exc, RequestValidationError):
-            return await json_invalid(request, exc)
+            answer = json_invalid(request, exc)
+            return await answer if inspect.isawaitable(answer) else answer
         try:
             who: Viewer | None = viewer(request)
         except _LoginNeeded:
