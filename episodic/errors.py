@@ -10,6 +10,7 @@ EpisodicError
 |   +-- LLMSchemaError     the answer never fit the response model
 +-- SegmenterStateError    a checkpoint could not be restored
 +-- NotFoundError          no such user, episode or fact for this user
++-- BusyError              another run held the user past the wait; try again
 
 `ExitCode` is the one table of the command line's exit codes.
 """
@@ -116,3 +117,8 @@ class NotFoundError(EpisodicError, LookupError):
         super().__init__(f"no {kind} {ident!r}" + (f": {hint}" if hint else ""))
         self.kind = kind
         self.ident = ident
+
+
+class BusyError(EpisodicError):
+    """Another run (a consolidation, a forget) held the user's lease for
+    longer than the caller waits: nothing was done; try again later."""

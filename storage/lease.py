@@ -11,11 +11,11 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from episodic.errors import EpisodicError
+from episodic.errors import BusyError
 from episodic.models import stable_id
 
 
-class LeaseBusy(EpisodicError):
+class LeaseBusy(BusyError):
     def __init__(self, user_id_hash: str, waited_s: float) -> None:
         super().__init__(
             f"another consolidation holds user {user_id_hash} (waited {waited_s:.0f}s)"

@@ -27,7 +27,7 @@ import httpx
 from pydantic import TypeAdapter
 
 from episodic.closing import Closing
-from episodic.errors import NotFoundError
+from episodic.errors import BusyError, NotFoundError
 from episodic.service import views
 
 T = TypeVar("T")
@@ -70,6 +70,8 @@ def _check(r: httpx.Response, call: Call[Any]) -> None:
         raise PermissionError(f"{r.status_code}: {detail}")
     if r.status_code in (400, 422):
         raise ValueError(f"{r.status_code}: {detail}")
+    if r.status_code == 409:  # Memory's own error: a consolidation of the user held on
+        raise BusyError(str(detail))
     r.raise_for_status()
 
 

@@ -30,7 +30,6 @@ from episodic.service.runtime import Runtime
 from episodic.vocab import FactsState
 from storage.allocator import release
 from storage.facts import PlannedFact, new_fact_id
-from storage.lease import user_lease
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +197,7 @@ def merge_pending(rt: Runtime, user_id: str, now: datetime | None = None) -> Fac
     out = FactBatch()
     # the thread lock serialises this process; the facts lease serialises
     # processes (a second merge then finds the episodes already done)
-    with rt.lock_for(user_id), user_lease(rt.store.uri, user_id, scope="facts"):
+    with rt.facts_held(user_id):
         # the ids in event order, then each window's rows: a whole history
         # of rows (centroids, texts, plans) held through the merge grew with it
         pending = rt.episodes.facts_pending_ids(user_id)

@@ -60,6 +60,10 @@ if TYPE_CHECKING:
     from episodic.service.ingest import IngestReport
     from storage.transfer import TransferReport
 
+# a person's correction waits this long for a merge of the user's facts in
+# flight, then is refused as busy (a page or a request must not hang on it)
+CORRECTION_WAIT_S = 30.0
+
 
 class ConsolidationRunner(Protocol):
     """Runs one consolidation poll over this memory (the consolidate flow)."""
@@ -343,12 +347,14 @@ class Memory(Closing):
         deleted, valid until now) with a DELETE in its history decided by
         `user-correction`; nothing is erased and `restore_fact` undoes it."""
         full = self._resolve("fact", fact_id, self._fact_ids(user_id))
-        return FactView.of(self.rt.facts.correct(user_id, full, active=False, actor=actor))
+        with self.rt.facts_held(user_id, wait_s=CORRECTION_WAIT_S):
+            return FactView.of(self.rt.facts.correct(user_id, full, active=False, actor=actor))
 
     def restore_fact(self, user_id: str, fact_id: str, *, actor: str = "user") -> FactView:
         """Undo `invalidate_fact`: active again, an ADD by `user-correction` in its history."""
         full = self._resolve("fact", fact_id, self._fact_ids(user_id))
-        return FactView.of(self.rt.facts.correct(user_id, full, active=True, actor=actor))
+        with self.rt.facts_held(user_id, wait_s=CORRECTION_WAIT_S):
+            return FactView.of(self.rt.facts.correct(user_id, full, active=True, actor=actor))
 
     def reword_fact(
         self, user_id: str, fact_id: str, text: str, *, actor: str = "user"
@@ -365,7 +371,8 @@ class Memory(Closing):
             raise ValueError(f"a fact is at most {MAX_MERGE_TEXT} characters, got {len(text)}")
         full = self._resolve("fact", fact_id, self._fact_ids(user_id))
         vector = self.rt.embedder.embed([text])[0]
-        return FactView.of(self.rt.facts.reword(user_id, full, text, vector.tolist(), actor))
+        with self.rt.facts_held(user_id, wait_s=CORRECTION_WAIT_S):
+            return FactView.of(self.rt.facts.reword(user_id, full, text, vector.tolist(), actor))
 
     def _fact_ids(self, user_id: str) -> list[str]:
         return [f.fact_id for f in self.rt.facts.list(user_id, include_inactive=True)]

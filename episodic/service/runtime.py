@@ -5,21 +5,27 @@ it to the consolidation steps; nothing looks it up globally."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from episodic.config import Settings
 from episodic.embed.base import Embedder
 from episodic.llm.base import LLMProvider
+from episodic.models import stable_id
 from episodic.service.working_set import WorkingSet
 from episodic.stages import StageClock
 from storage.db import Store, open_store
 from storage.episodes import Episodes
 from storage.facts import Facts
+from storage.lease import LeaseBusy, user_lease
 from storage.raw import RawLog
 from storage.recalls import RecallLog
 from storage.reflections import Reflections
 from storage.state import Checkpoints
 from storage.vectors import TurnVectors
+
+FACTS_WAIT_S = 600.0  # a merge of a long backlog through a model can take minutes
 
 
 @dataclass
@@ -69,8 +75,20 @@ class Runtime:
     def provider(self, value: LLMProvider) -> None:
         self._provider = value
 
-    def lock_for(self, user_id: str) -> threading.Lock:
-        return self.user_locks.setdefault(user_id, threading.Lock())
+    @contextmanager
+    def facts_held(self, user_id: str, *, wait_s: float = FACTS_WAIT_S) -> Iterator[None]:
+        """The user's facts held against every other writer of them: a merge
+        and a person's correction never interleave (a reword between a merge's
+        read and its write left two active facts). A thread lock within this
+        process, the facts lease across processes; LeaseBusy after `wait_s`."""
+        lock = self.user_locks.setdefault(user_id, threading.Lock())
+        if not lock.acquire(timeout=wait_s):
+            raise LeaseBusy(stable_id("lease", "facts", user_id)[:8], wait_s)
+        try:
+            with user_lease(self.store.uri, user_id, scope="facts", wait_s=wait_s):
+                yield
+        finally:
+            lock.release()
 
 
 def build_runtime(

@@ -4,7 +4,9 @@ is active again with an ADD; doctor accepts both states."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +93,74 @@ def test_the_command_line_corrects_a_fact(tmp_path: Path, monkeypatch: pytest.Mo
         ("DELETE", "user-correction:cli"),
         ("ADD", "user-correction:cli"),
     ]
+
+
+def _hold_until(hold: Any, held: threading.Event, done: threading.Event) -> None:
+    with hold():
+        held.set()
+        done.wait(60)
+
+
+def test_a_correction_waits_for_a_merge_of_the_users_facts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A merge holds the user's facts from its read to its write (a reword in
+    between left two active facts). Held by a thread of this process or by
+    another process (the facts lease), a correction waits, then is refused as
+    busy with nothing changed, over HTTP as a 409; released, it applies."""
+    import anyio
+    import httpx
+
+    from episodic.adapters.client import AsyncClient
+    from episodic.adapters.http.app import create_app
+    from episodic.errors import BusyError
+    from episodic.service import memory as service
+    from storage.lease import user_lease
+    from tests.integration.api_support import new_key
+
+    memory = make_memory(tmp_path)
+    memory.add("u", [{"role": "user", "text": "I live in Paris.", "ts": "2025-03-02T09:00:00Z"}])
+    memory.consolidate("u", flush=True)
+    (fact,) = memory.facts("u")
+    key = new_key(memory, "u")
+    monkeypatch.setattr(service, "CORRECTION_WAIT_S", 0.3)
+
+    def over_http() -> None:
+        async def run() -> None:
+            transport = httpx.ASGITransport(app=create_app(memory))
+            async with (
+                httpx.AsyncClient(transport=transport, base_url="http://app") as http,
+                AsyncClient(key=key, http=http) as c,
+            ):
+                got = await http.post(
+                    f"/v1/facts/{fact.fact_id}/invalidate",
+                    headers={"Authorization": f"Bearer {key}"},
+                )
+                assert got.status_code == 409 and "holds user" in got.json()["detail"]
+                with pytest.raises(BusyError):
+                    await c.reword_fact("u", fact.fact_id, "User lives in Lyon")
+
+        anyio.run(run)
+
+    holders = {
+        "a merge in this process": lambda: memory.rt.facts_held("u"),
+        "another process": lambda: user_lease(memory.rt.store.uri, "u", scope="facts"),
+    }
+    for who, hold in holders.items():
+        held, done = threading.Event(), threading.Event()
+
+        t = threading.Thread(target=_hold_until, args=(hold, held, done))
+        t.start()
+        try:
+            assert held.wait(60), who
+            with pytest.raises(BusyError):
+                memory.reword_fact("u", fact.fact_id, "User lives in Lyon")
+            with pytest.raises(BusyError):
+                memory.invalidate_fact("u", fact.fact_id)
+            over_http()
+            assert [f.fact_id for f in memory.facts("u")] == [fact.fact_id], who  # nothing done
+        finally:
+            done.set()
+            t.join()
+    new = memory.reword_fact("u", fact.fact_id, "User lives in Lyon")
+    assert [f.text for f in memory.facts("u")] == [new.text] == ["User lives in Lyon"]

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from episodic.adapters.autopilot import Autopilot
 from episodic.adapters.http.auth import Reader, Writer
 from episodic.adapters.http.limits import BodyLimit, TimedH11
-from episodic.errors import NotFoundError
+from episodic.errors import BusyError, NotFoundError
 from episodic.service import views
 from episodic.service.memory import Memory
 
@@ -132,6 +132,11 @@ def create_app(
     async def _missing(_: Request, exc: NotFoundError) -> JSONResponse:
         # the same answer for a missing id and another tenant's: nothing echoed
         return JSONResponse(status_code=404, content={"detail": f"no such {exc.kind}"})
+
+    @app.exception_handler(BusyError)
+    async def _busy(_: Request, exc: BusyError) -> JSONResponse:
+        # a consolidation of the user held on past the wait: try again later
+        return JSONResponse(status_code=409, content={"detail": str(exc)})
 
     @app.get("/healthz", response_model=Health, tags=["ops"])
     def healthz() -> Health:

@@ -32,7 +32,7 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, Field
 
-from episodic.errors import NotFoundError
+from episodic.errors import BusyError, NotFoundError
 from episodic.service.memory import Memory
 from episodic.service.views import EpisodeView, FactView, Hit
 from storage.keys import ApiKey
@@ -520,6 +520,8 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
             return missing(who, ACTIONS[action][1])
         except ValueError as e:  # a reword's empty text, a fact no longer active
             return page("error.html", who, 400, message=str(e))
+        except BusyError as e:  # a consolidation of this user held on: nothing done
+            return page("error.html", who, 409, message=f"Nothing was done: {e}. Try again.")
         if action in ("invalidate", "restore", "reword"):
             return RedirectResponse(f"/ui/facts/{out.fact_id}?done={action}", status_code=303)
         if action == "forget-user":

@@ -26,7 +26,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from episodic.adapters.autopilot import Autopilot
-from episodic.errors import NotFoundError
+from episodic.errors import BusyError, NotFoundError
 from episodic.service.memory import Memory
 
 MAX_TURNS = 1_000
@@ -42,7 +42,7 @@ def _refusals() -> Iterator[None]:
     `Error executing tool <name>`."""
     try:
         yield
-    except (ValueError, NotFoundError) as e:
+    except (ValueError, NotFoundError, BusyError) as e:
         raise ToolError(str(e)) from e
 
 
