@@ -80,6 +80,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem},
     403: {"model": Problem},
     404: {"model": Problem},
+    409: {"model": Problem},  # another run held the user past the wait: nothing done
     413: {"model": Problem},
     422: {"model": Problem},
 }
