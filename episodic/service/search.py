@@ -73,6 +73,7 @@ _ROW = {
     for kind in ("facts", "reflections")
 }
 _HIT_KIND = {"turns": "turn", "facts": "fact", "reflections": "reflection"}
+TIE_ORDER = {"facts": 0, "reflections": 1, "turns": 2}
 
 
 @dataclass(frozen=True)
@@ -160,16 +161,22 @@ def _near(h: Match) -> bool:
 
 def stale_facts(facts: ItemSet) -> list[tuple[str, str | None]]:
     """The user's facts that are no longer true (superseded or deleted), each
-    with the text of the active fact that replaced it (None: none did)."""
+    with the text of the active fact that replaced it (None: none did). A fact
+    replaced from its own first moment (a person's rewording) held no value
+    that changed: the turns it came from still say what is true."""
     rows = facts.rows.values()
     by_old = {
-        str(r["supersedes"]): str(r["text"])
-        for r in rows
-        if r.get("supersedes") and r.get("status") == "active"
+        str(r["supersedes"]): r for r in rows if r.get("supersedes") and r.get("status") == "active"
     }
-    return [
-        (str(r["text"]), by_old.get(str(r["fact_id"]))) for r in rows if r.get("status") != "active"
-    ]
+    out: list[tuple[str, str | None]] = []
+    for r in rows:
+        if r.get("status") == "active":
+            continue
+        new = by_old.get(str(r["fact_id"]))
+        if new is not None and new.get("valid_from") == r.get("valid_from"):
+            continue  # reworded, not changed
+        out.append((str(r["text"]), str(new["text"]) if new is not None else None))
+    return out
 
 
 def _context(ts: TurnSet, at: int) -> list[HitTurn]:
@@ -243,6 +250,12 @@ def _score_all(
     return out
 
 
+def rank_key(c: _Cand) -> tuple[float, int, str]:
+    """Best score first; a tie goes to what is believed now (a fact), then to
+    what sums it up (a reflection), then to the turn; then by id."""
+    return (-c[0].score, TIE_ORDER[c[1]], c[2].item_id)
+
+
 def _around(rrf_at: dict[tuple[str, int], float], r: dict[str, Any]) -> list[float]:
     """The RRF of the candidate turns within `PASSAGE_TURNS` seqs of turn `r`."""
     stream, seq = r["stream_id"], int(r["seq"])
@@ -310,7 +323,7 @@ def search_memory(
         passages = len(um.turns) >= PASSAGE_MIN_TURNS
         stale = StaleValues(stale_facts(um.facts))
         cands = _score_all(raw, stale, at, opts.weights, passages)
-        cands.sort(key=lambda c: (-c[0].score, c[2].item_id))
+        cands.sort(key=rank_key)
         out = _hits(um.turns, cands, opts)
     if opts.record and out:
         _record_hits(rt, user_id, out, now)

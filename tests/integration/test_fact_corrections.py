@@ -164,3 +164,23 @@ def test_a_correction_waits_for_a_merge_of_the_users_facts(
             t.join()
     new = memory.reword_fact("u", fact.fact_id, "User lives in Lyon")
     assert [f.text for f in memory.facts("u")] == [new.text] == ["User lives in Lyon"]
+
+
+def test_a_reworded_fact_leaves_its_turns_ranked_as_true(tmp_path: Path) -> None:
+    """A reword fixes how a fact was recorded, not what was true: the turn it
+    came from is not demoted as stating a superseded value, and on a tie the
+    fact leads (tests/unit/test_rank_ties.py: the hash embedder here ranks
+    the turn's words above the fact's)."""
+    memory = make_memory(tmp_path)
+    said = {"role": "user", "text": "I moved to Berlin", "ts": "2025-06-01T10:00:00Z"}
+    memory.add("u", [said, {**said, "text": "I work at Acme", "ts": "2025-06-01T10:01:00Z"}])
+    memory.consolidate("u", flush=True)
+    (old,) = [f for f in memory.facts("u") if "Berlin" in f.text]
+
+    def turn_score() -> float:
+        hits = memory.search("u", "where does the user live", k=5, record=False)
+        return next(h.score for h in hits if h.text == said["text"])
+
+    before = turn_score()
+    memory.reword_fact("u", old.fact_id, "User lives in Berlin")
+    assert turn_score() == before
