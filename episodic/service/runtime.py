@@ -79,7 +79,7 @@ class Runtime:
     def facts_held(self, user_id: str, *, wait_s: float = FACTS_WAIT_S) -> Iterator[None]:
         """The user's facts held against every other writer of them: a merge
         and a person's correction never interleave (a reword between a merge's
-        read and its write left two active facts). A thread lock within this
+        read and its write could leave two active facts). A thread lock within this
         process, the facts lease across processes; LeaseBusy after `wait_s`."""
         lock = self.user_locks.setdefault(user_id, threading.Lock())
         if not lock.acquire(timeout=wait_s):

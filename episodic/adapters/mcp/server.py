@@ -3,13 +3,13 @@
 Tools: `remember` (turns in the generic JSONL shape), `recall` (query, k,
 trace), `facts` (as_of), `episodes` (recent), `flush`, and the user's
 corrections `reword_fact`, `invalidate_fact` and `restore_fact` (kept in the
-fact's history as `user-correction:mcp`; erasing is for a person, not an agent). One server process
-serves one user: the user is fixed at start, never taken from a tool's
-arguments. Each tool is one call of the memory service and answers its views
-as JSON, the same the CLI's `--json` and the HTTP API give; `recall` answers
-each hit's brief form (`Hit.brief`: an agent pays for its context by the
-token) unless asked for the trace. A refused call answers an error whose text
-says why. stdout carries the protocol only.
+fact's history as `user-correction:mcp`; erasing is for a person, not an
+agent). One server process serves one user: the user is fixed at start,
+never taken from a tool's arguments. Each tool is one call of the memory
+service and answers its views as JSON, the same the CLI's `--json` and the
+HTTP API give; `recall` answers each hit's brief form (`Hit.brief`: an agent
+pays for its context by the token) unless asked for the trace. A refused
+call answers an error whose text says why. stdout carries the protocol only.
 """
 
 from __future__ import annotations
