@@ -250,7 +250,7 @@ def _score_all(
     return out
 
 
-def rank_key(c: _Cand) -> tuple[float, int, str]:
+def hit_order(c: _Cand) -> tuple[float, int, str]:
     """Best score first; a tie goes to what is believed now (a fact), then to
     what sums it up (a reflection), then to the turn; then by id."""
     return (-c[0].score, TIE_ORDER[c[1]], c[2].item_id)
@@ -323,7 +323,7 @@ def search_memory(
         passages = len(um.turns) >= PASSAGE_MIN_TURNS
         stale = StaleValues(stale_facts(um.facts))
         cands = _score_all(raw, stale, at, opts.weights, passages)
-        cands.sort(key=rank_key)
+        cands.sort(key=hit_order)
         out = _hits(um.turns, cands, opts)
     if opts.record and out:
         _record_hits(rt, user_id, out, now)

@@ -169,7 +169,7 @@ def test_a_correction_waits_for_a_merge_of_the_users_facts(
 def test_a_reworded_fact_leaves_its_turns_ranked_as_true(tmp_path: Path) -> None:
     """A reword fixes how a fact was recorded, not what was true: the turn it
     came from is not demoted as stating a superseded value, and on a tie the
-    fact leads (tests/unit/test_rank_ties.py: the hash embedder here ranks
+    fact leads (tests/unit/test_hit_ties.py: the hash embedder here ranks
     the turn's words above the fact's)."""
     memory = make_memory(tmp_path)
     said = {"role": "user", "text": "I moved to Berlin", "ts": "2025-06-01T10:00:00Z"}

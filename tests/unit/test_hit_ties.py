@@ -5,7 +5,7 @@ they have."""
 from __future__ import annotations
 
 from episodic.retrieval import Components
-from episodic.service.search import rank_key
+from episodic.service.search import hit_order
 from storage.search import Match
 
 
@@ -23,5 +23,5 @@ def test_a_tie_goes_to_the_fact_then_the_reflection() -> None:
         _cand("turns", "3-better", 1.5),
         _cand("facts", "4-worse", 0.2),
     ]
-    ranked = [c[2].item_id for c in sorted(cands, key=rank_key)]
+    ranked = [c[2].item_id for c in sorted(cands, key=hit_order)]
     assert ranked == ["3-better", "2-fact", "1-reflection", "0-turn", "4-worse"]
