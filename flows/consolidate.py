@@ -10,12 +10,11 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
-from prefect.runtime import task_run
 from prefect.states import Completed
 
 from episodic.alerts import StreamLag
 from episodic.llm.prices import estimated_cost_usd
-from episodic.models import now_utc, stable_id
+from episodic.models import now_utc
 from episodic.service.embed_ahead import EmbedAhead
 from episodic.service.memory import Memory
 from episodic.service.runtime import Runtime
@@ -25,7 +24,7 @@ from episodic.vocab import Stage
 from storage.lease import user_lease
 from tasks.alerts import emit_lag_alerts
 from tasks.exclusion import user_slot
-from tasks.names import from_params
+from tasks.names import from_params, user_task_name
 from tasks.report import consolidate_markdown, publish_markdown
 from tasks.steps import merge_facts, score_salience, segment_streams
 
@@ -90,16 +89,11 @@ def consolidate_user(
             raise
 
 
-def user_tag(user_id: str) -> str:
-    """A user's name in task-run names and limits: a hash, never the id."""
-    return stable_id("user", user_id)[:8]
-
-
 # fan-out: one task run per user; the flow's thread-pool task runner runs
 # `user_threads` users at once, the user's slot keeps one user's runs apart
 consolidate_user_task = task(
     name="consolidate-user",
-    task_run_name=lambda: "user-" + user_tag(str(task_run.parameters["user_id"])),
+    task_run_name=user_task_name("user"),
     cache_policy=NO_CACHE,
 )(consolidate_user)
 

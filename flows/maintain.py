@@ -11,11 +11,11 @@ from prefect.cache_policies import NO_CACHE
 from episodic.decay import DecayPolicy
 from episodic.service.maintain import decay_user, upkeep
 from episodic.service.memory import Memory
-from tasks.names import from_params
+from tasks.names import from_params, user_task_name
 from tasks.report import publish_table
 
 
-@task(name="decay-user", task_run_name="decay-{user_id}", cache_policy=NO_CACHE)
+@task(name="decay-user", task_run_name=user_task_name("decay"), cache_policy=NO_CACHE)
 def decay_task(
     memory: Memory, user_id: str, tau_hours: float, floor: float, now: datetime | None = None
 ) -> list[dict[str, Any]]:

@@ -9,10 +9,12 @@ from prefect.cache_policies import NO_CACHE
 
 from episodic.service.memory import Memory
 from episodic.service.reflect import reflect_if_due
-from tasks.names import from_params
+from tasks.names import from_params, user_task_name
 
 
-@task(name="reflect-user", task_run_name="reflect-{user_id}", cache_policy=NO_CACHE, retries=1)
+@task(
+    name="reflect-user", task_run_name=user_task_name("reflect"), cache_policy=NO_CACHE, retries=1
+)
 def reflect_task(memory: Memory, user_id: str, force: bool) -> dict[str, Any]:
     return reflect_if_due(memory.rt, user_id, force=force)
 

@@ -1,9 +1,14 @@
-"""Readable run names: consolidate-<user>-<time>."""
+"""Readable run names: consolidate-<user>-<time> for a flow run (its user is
+the caller's parameter), <step>-<tag> for a user's task run (a hash, never
+the id: the tasks are ours to name)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
+
+from episodic.models import stable_id
 
 
 def run_name(flow: str, user: str | None) -> str:
@@ -17,5 +22,21 @@ def from_params(flow: str):  # type: ignore[no-untyped-def]
 
         params = flow_run.parameters or {}
         return run_name(flow, params.get("user"))
+
+    return make
+
+
+def user_tag(user_id: str) -> str:
+    """A user's name in task-run names and limits: a hash, never the id."""
+    return stable_id("user", user_id)[:8]
+
+
+def user_task_name(step: str) -> Callable[[], str]:
+    """The task-run name of `step` for the task's `user_id` argument."""
+
+    def make() -> str:
+        from prefect.runtime import task_run
+
+        return f"{step}-{user_tag(str(task_run.parameters['user_id']))}"
 
     return make

@@ -4,6 +4,7 @@ the Prefect API, not from the flow's own report."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -17,9 +18,12 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 from prefect.client.schemas.objects import State
 
 from episodic.service.ingest import ingest_file
-from flows.consolidate import consolidate, user_tag
+from flows.consolidate import consolidate
+from flows.maintain import maintain
+from flows.reflect import reflect
 from storage.lease import LeaseBusy
 from tasks.exclusion import limit_name, user_slot
+from tasks.names import user_tag
 from tests.integration.helpers import make_memory, synthetic_stream, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -133,6 +137,11 @@ def test_flow_waits_for_the_users_slot(tmp_path: Path) -> None:
     assert summary["turns_processed"] == len(synthetic_stream())
 
 
+def _named(tasks: list[Any], prefix: str) -> bool:
+    """Each of the three users' task runs of a step is recorded."""
+    return sum(bool(t.name.startswith(prefix)) for t in tasks) >= 3
+
+
 def test_fan_out_one_task_per_user_same_end_state(tmp_path: Path) -> None:
     users = ["u1", "u2", "u3"]
     m = make_memory(tmp_path / "fan")
@@ -193,3 +202,21 @@ def test_default_takes_no_prefect_slot(tmp_path: Path) -> None:
     with get_client(sync_client=True) as c:
         names = {lim.name for lim in c.read_global_concurrency_limits(limit=200)}
     assert limit_name("carol") not in names
+
+
+def test_reflect_and_maintain_name_user_task_runs_by_a_tag(tmp_path: Path) -> None:
+    """As consolidate does: a user's task run is named by a hash, never the id."""
+    users = ["u1", "u2", "u3"]
+    m = make_memory(tmp_path / "home")
+    for u in users:
+        _ingest(m.rt, tmp_path, synthetic_stream(user=u), f"{u}.jsonl")
+    consolidate(flush=True, memory=m)
+    flow_runs = {
+        "reflect": reflect(force=True, return_state=True, memory=m).state_details.flow_run_id,
+        "decay": maintain(return_state=True, memory=m).state_details.flow_run_id,
+    }
+    for step, run_id in flow_runs.items():
+        prefix = f"{step}-"
+        named, _ = _runs_of(run_id, settle=functools.partial(_named, prefix=prefix))
+        mine = sorted(t.name for t in named if t.name.startswith(prefix))
+        assert mine == sorted(f"{prefix}{user_tag(u)}" for u in users), mine
