@@ -27,7 +27,7 @@ def from_params(flow: str):  # type: ignore[no-untyped-def]
 
 
 def user_tag(user_id: str) -> str:
-    """A user's name in task-run names and limits: a hash, never the id."""
+    """A user's name in task-run names: a hash, never the id."""
     return stable_id("user", user_id)[:8]
 
 
