@@ -4,7 +4,8 @@ A user: every row of every user table (storage/forget.py's registry), the
 user's cached model answers, spooled hook entries and timeline pictures,
 then every older table version, so no file under the home still holds them.
 It runs under the user's lease: a consolidation of that user in flight
-finishes first, and none starts until the forget is done.
+finishes first (up to `wait_s`, then LeaseBusy with nothing erased), and
+none starts until the forget is done.
 
 A turn or an episode: raw keeps its place in the stream (seqs stay
 contiguous: the log's invariants hold) but the turn's text and metadata are
@@ -38,9 +39,9 @@ from storage.forget import TURN_DOCS, erase_user, present, purge_versions, recor
 from storage.lease import user_lease
 
 
-def forget_user(rt: Runtime, user_id: str, actor: str) -> dict[str, Any]:
+def forget_user(rt: Runtime, user_id: str, actor: str, wait_s: float) -> dict[str, Any]:
     store = rt.store
-    with user_lease(store.uri, user_id):
+    with user_lease(store.uri, user_id, wait_s=wait_s):
         rt.recalls.flush()
         counts = erase_user(store, user_id)
         purge_versions(store, [n for n, c in counts.items() if c])
@@ -75,9 +76,11 @@ def _drop_spooled(rt: Runtime, user_id: str) -> int:
     return dropped
 
 
-def forget_fact(rt: Runtime, user_id: str, fact_id: str, actor: str) -> dict[str, Any]:
+def forget_fact(
+    rt: Runtime, user_id: str, fact_id: str, actor: str, wait_s: float
+) -> dict[str, Any]:
     store = rt.store
-    with user_lease(store.uri, user_id):
+    with user_lease(store.uri, user_id, wait_s=wait_s):
         counts = _erase_facts(rt, user_id, [fact_id])
         counts["reflections"] = _erase_reflections(rt, user_id, facts=[fact_id])
         counts["llm_cache"] = _drop_cached(rt, user_id)
@@ -86,12 +89,18 @@ def forget_fact(rt: Runtime, user_id: str, fact_id: str, actor: str) -> dict[str
 
 
 def forget_turns(
-    rt: Runtime, user_id: str, turn_ids: Sequence[str], kind: str, target: str, actor: str
+    rt: Runtime,
+    user_id: str,
+    turn_ids: Sequence[str],
+    kind: str,
+    target: str,
+    actor: str,
+    wait_s: float,
 ) -> dict[str, Any]:
     """Tombstone the turns, re-derive their episodes (see the module docstring)."""
     store = rt.store
     counts: Counter[str] = Counter()
-    with user_lease(store.uri, user_id):
+    with user_lease(store.uri, user_id, wait_s=wait_s):
         turns = rt.raw.by_ids(user_id, list(turn_ids))
         ids = [t.turn_id for t in turns if t.text != TOMBSTONE]
         if ids:
@@ -125,12 +134,14 @@ def forget_turns(
     return record(store, actor=actor, kind=kind, user_id=user_id, target=target, counts=counts)
 
 
-def forget_episode(rt: Runtime, user_id: str, episode_id: str, actor: str) -> dict[str, Any]:
+def forget_episode(
+    rt: Runtime, user_id: str, episode_id: str, actor: str, wait_s: float
+) -> dict[str, Any]:
     found = rt.episodes.by_ids(user_id, [episode_id])
     if not found:
         raise NotFoundError("episode", episode_id, "not stored for this user")
     turns = list(found[0].turn_ids)
-    return forget_turns(rt, user_id, turns, "episode", episode_id, actor)
+    return forget_turns(rt, user_id, turns, "episode", episode_id, actor, wait_s)
 
 
 def _episodes_holding(rt: Runtime, user_id: str, turn_ids: list[str]) -> list[Episode]:

@@ -60,8 +60,9 @@ if TYPE_CHECKING:
     from episodic.service.ingest import IngestReport
     from storage.transfer import TransferReport
 
-# a person's correction waits this long for a merge of the user's facts in
-# flight, then is refused as busy (a page or a request must not hang on it)
+# a correction waits this long for a merge of the user's facts in flight, a
+# forget for a run holding the user; then it is refused as busy with nothing
+# changed (a page or a request must not hang on it)
 CORRECTION_WAIT_S = 30.0
 
 
@@ -443,31 +444,33 @@ class Memory(Closing):
     ) -> ForgetReceipt:
         """Erase a whole user, or one turn, episode or fact of theirs (at most
         one of the three), from every file; re-derive what depended on it.
-        The receipt (also an audit row) holds counts, never content."""
+        The receipt (also an audit row) holds counts, never content. A run
+        holding the user is waited for up to CORRECTION_WAIT_S, then BusyError."""
         from episodic.service import forget as f
 
         asked = [(k, v) for k, v in (("turn", turn), ("episode", episode), ("fact", fact)) if v]
         if len(asked) > 1:
             raise ValueError("forget one turn, episode or fact at a time (or the whole user)")
-        rt = self.rt
+        rt, wait = self.rt, CORRECTION_WAIT_S
         self.settle(user_id)  # acknowledged turns are stored, and their journal gone, first
         rt.recalls.flush()  # queued recall writes land first: they would conflict later
         try:
             if not asked:
-                receipt = ForgetReceipt(**f.forget_user(rt, user_id, actor))
+                receipt = ForgetReceipt(**f.forget_user(rt, user_id, actor, wait))
                 self.keys.forget_cached()  # the user's keys are gone: no cached pass either
                 return receipt
             kind, ident = asked[0]
             if kind == "fact":
                 full = self._resolve("fact", ident, self._fact_ids(user_id))
-                return ForgetReceipt(**f.forget_fact(rt, user_id, full, actor))
+                return ForgetReceipt(**f.forget_fact(rt, user_id, full, actor, wait))
             if kind == "episode":
                 ids = [e.episode_id for e in rt.episodes.list(user_id)]
                 full = self._resolve("episode", ident, ids)
-                return ForgetReceipt(**f.forget_episode(rt, user_id, full, actor))
+                return ForgetReceipt(**f.forget_episode(rt, user_id, full, actor, wait))
             if not rt.raw.by_ids(user_id, [ident]):
                 raise NotFoundError("turn", ident, "not stored for this user")
-            return ForgetReceipt(**f.forget_turns(rt, user_id, [ident], "turn", ident, actor))
+            receipt = f.forget_turns(rt, user_id, [ident], "turn", ident, actor, wait)
+            return ForgetReceipt(**receipt)
         finally:
             rt.working.drop(user_id)  # nothing forgotten stays in the search's memory
 

@@ -170,3 +170,48 @@ def test_cli_forget_asks_then_prints_the_receipt(
     assert set(first["counts"]) == set(again["counts"]) and sum(again["counts"].values()) == 0
     assert memory.facts("alice", include_inactive=True) == []
     assert len(memory.facts("bob")) > 0
+
+
+def test_a_forget_waits_for_a_run_holding_the_user_then_says_busy(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A consolidation holds the user's lease for its whole run. A forget
+    waits for it, but not for as long as the run may take: past the wait it
+    changes nothing and says so (HTTP 409, not a request that hangs for ten
+    minutes); released, it goes through."""
+    import threading
+
+    from episodic.errors import BusyError
+    from episodic.service import memory as service
+    from storage.lease import user_lease
+
+    monkeypatch.setattr(service, "CORRECTION_WAIT_S", 0.3)
+    fact = memory.facts("alice")[0]
+    before = sorted(f.fact_id for f in memory.facts("alice", include_inactive=True))
+    audits = len(audit_rows(memory.rt.store))
+    held, done = threading.Event(), threading.Event()
+
+    def run_holding_alice() -> None:
+        with user_lease(memory.rt.store.uri, "alice"):
+            held.set()
+            done.wait(60)
+
+    t = threading.Thread(target=run_holding_alice)
+    t.start()
+    try:
+        assert held.wait(60)
+        with pytest.raises(BusyError):
+            memory.forget("alice", fact=fact.fact_id)
+        with api_client(memory, new_key(memory, "alice")) as c:
+            for path in (f"/v1/facts/{fact.fact_id}", "/v1/memory"):
+                r = c.delete(path)
+                assert r.status_code == 409, (path, r.text)
+                assert "holds user" in r.json()["detail"]
+        # bob is not held: his forget goes on
+        assert memory.forget("bob", fact=memory.facts("bob")[0].fact_id).kind == "fact"
+    finally:
+        done.set()
+        t.join()
+    assert sorted(f.fact_id for f in memory.facts("alice", include_inactive=True)) == before
+    assert len(audit_rows(memory.rt.store)) == audits + 1  # bob's only
+    assert memory.forget("alice", fact=fact.fact_id).counts["facts"] == 1

@@ -28,6 +28,7 @@ from episodic.adapters.autopilot import Autopilot
 from episodic.adapters.http.auth import Reader, Writer
 from episodic.adapters.http.limits import BodyLimit, TimedH11
 from episodic.errors import BusyError, NotFoundError
+from episodic.facts.schema import MAX_MERGE_TEXT
 from episodic.service import views
 from episodic.service.memory import Memory
 
@@ -46,7 +47,7 @@ class TurnsIn(BaseModel):
 class RewordIn(BaseModel):
     """What the fact should say."""
 
-    text: str = Field(min_length=1, max_length=2000)
+    text: str = Field(min_length=1, max_length=MAX_MERGE_TEXT)
 
 
 class ConsolidateOut(BaseModel):

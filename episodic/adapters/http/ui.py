@@ -33,6 +33,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, Field
 
 from episodic.errors import BusyError, NotFoundError
+from episodic.facts.schema import MAX_MERGE_TEXT
 from episodic.service.memory import Memory
 from episodic.service.views import EpisodeView, FactView, Hit
 from storage.keys import ApiKey
@@ -493,7 +494,7 @@ def mount_ui(app: FastAPI, memory: Memory) -> None:
         csrf: Annotated[str, Form(max_length=100)],
         target: Annotated[str, Form(max_length=128)] = "",
         typed: Annotated[str, Form(max_length=512)] = "",
-        wording: Annotated[str, Form(max_length=2000)] = "",
+        wording: Annotated[str, Form(max_length=MAX_MERGE_TEXT)] = "",
     ) -> Response:
         if not secrets.compare_digest(csrf, who.csrf):
             return page("error.html", who, 403, message="This form expired: open it again.")
