@@ -469,8 +469,8 @@ class Memory(Closing):
                 return ForgetReceipt(**f.forget_episode(rt, user_id, full, actor, wait))
             if not rt.raw.by_ids(user_id, [ident]):
                 raise NotFoundError("turn", ident, "not stored for this user")
-            receipt = f.forget_turns(rt, user_id, [ident], "turn", ident, actor, wait)
-            return ForgetReceipt(**receipt)
+            counts = f.forget_turns(rt, user_id, [ident], "turn", ident, actor, wait)
+            return ForgetReceipt(**counts)
         finally:
             rt.working.drop(user_id)  # nothing forgotten stays in the search's memory
 

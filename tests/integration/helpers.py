@@ -3,7 +3,9 @@ directory with the deterministic hash embedder and the offline provider."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,27 @@ from tests.integration.reliability_support import write_jsonl as write_jsonl  # 
 
 # the memories make_memory built; tests/conftest.py closes them after each test
 MEMORIES = ExitStack()
+
+
+@contextmanager
+def held_elsewhere(hold: Callable[[], AbstractContextManager[Any]]) -> Iterator[None]:
+    """`hold()` entered by another thread (a run of another worker) for the
+    body of the with; released and joined after it."""
+    held, done = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with hold():
+            held.set()
+            done.wait(60)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    try:
+        assert held.wait(60), "the holder never got it"
+        yield
+    finally:
+        done.set()
+        t.join(60)
 
 
 def moving_turns(secret: str, n: int = 4) -> list[dict[str, Any]]:

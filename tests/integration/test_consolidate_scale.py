@@ -24,7 +24,12 @@ from flows.reflect import reflect
 from storage.lease import LeaseBusy
 from tasks.exclusion import limit_name, user_slot
 from tasks.names import user_tag
-from tests.integration.helpers import make_memory, synthetic_stream, write_jsonl
+from tests.integration.helpers import (
+    held_elsewhere,
+    make_memory,
+    synthetic_stream,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -89,26 +94,12 @@ def test_user_slot_excludes_and_never_names_the_user() -> None:
     name = limit_name(user)
     assert user not in name and "alice" not in name and name.startswith("episodic-user-")
     assert limit_name("bob") != name
-    held = threading.Event()
-    release = threading.Event()
-
-    def holder() -> None:
-        with user_slot(user):
-            held.set()
-            release.wait(30)
-
-    t = threading.Thread(target=holder)
-    t.start()
-    try:
-        assert held.wait(60)
+    with held_elsewhere(lambda: user_slot(user)):
         with pytest.raises(LeaseBusy):
             with user_slot(user, wait_s=2):
                 pass
         with user_slot("bob", wait_s=10):  # another user is not blocked
             pass
-    finally:
-        release.set()
-        t.join(60)
     with user_slot(user, wait_s=30) as waited:
         assert waited < 30
 

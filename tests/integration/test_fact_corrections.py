@@ -4,14 +4,12 @@ is active again with an ADD; doctor accepts both states."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.integration.cli_support import cli, cli_home, refused
-from tests.integration.helpers import make_memory
+from tests.integration.helpers import held_elsewhere, make_memory
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -95,12 +93,6 @@ def test_the_command_line_corrects_a_fact(tmp_path: Path, monkeypatch: pytest.Mo
     ]
 
 
-def _hold_until(hold: Any, held: threading.Event, done: threading.Event) -> None:
-    with hold():
-        held.set()
-        done.wait(60)
-
-
 def test_a_correction_waits_for_a_merge_of_the_users_facts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -147,21 +139,13 @@ def test_a_correction_waits_for_a_merge_of_the_users_facts(
         "another process": lambda: user_lease(memory.rt.store.uri, "u", scope="facts"),
     }
     for who, hold in holders.items():
-        held, done = threading.Event(), threading.Event()
-
-        t = threading.Thread(target=_hold_until, args=(hold, held, done))
-        t.start()
-        try:
-            assert held.wait(60), who
+        with held_elsewhere(hold):
             with pytest.raises(BusyError):
                 memory.reword_fact("u", fact.fact_id, "User lives in Lyon")
             with pytest.raises(BusyError):
                 memory.invalidate_fact("u", fact.fact_id)
             over_http()
             assert [f.fact_id for f in memory.facts("u")] == [fact.fact_id], who  # nothing done
-        finally:
-            done.set()
-            t.join()
     new = memory.reword_fact("u", fact.fact_id, "User lives in Lyon")
     assert [f.text for f in memory.facts("u")] == [new.text] == ["User lives in Lyon"]
 

@@ -18,7 +18,7 @@ from episodic.adapters.embedded import Memory
 from storage.forget import audit_rows
 from tests.integration.api_support import api_client, new_key
 from tests.integration.cli_support import cli, cli_home, invoke
-from tests.integration.helpers import make_memory
+from tests.integration.helpers import held_elsewhere, make_memory
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -179,8 +179,6 @@ def test_a_forget_waits_for_a_run_holding_the_user_then_says_busy(
     waits for it, but not for as long as the run may take: past the wait it
     changes nothing and says so (HTTP 409, not a request that hangs for ten
     minutes); released, it goes through."""
-    import threading
-
     from episodic.errors import BusyError
     from episodic.service import memory as service
     from storage.lease import user_lease
@@ -189,17 +187,7 @@ def test_a_forget_waits_for_a_run_holding_the_user_then_says_busy(
     fact = memory.facts("alice")[0]
     before = sorted(f.fact_id for f in memory.facts("alice", include_inactive=True))
     audits = len(audit_rows(memory.rt.store))
-    held, done = threading.Event(), threading.Event()
-
-    def run_holding_alice() -> None:
-        with user_lease(memory.rt.store.uri, "alice"):
-            held.set()
-            done.wait(60)
-
-    t = threading.Thread(target=run_holding_alice)
-    t.start()
-    try:
-        assert held.wait(60)
+    with held_elsewhere(lambda: user_lease(memory.rt.store.uri, "alice")):
         with pytest.raises(BusyError):
             memory.forget("alice", fact=fact.fact_id)
         with api_client(memory, new_key(memory, "alice")) as c:
@@ -209,9 +197,6 @@ def test_a_forget_waits_for_a_run_holding_the_user_then_says_busy(
                 assert "holds user" in r.json()["detail"]
         # bob is not held: his forget goes on
         assert memory.forget("bob", fact=memory.facts("bob")[0].fact_id).kind == "fact"
-    finally:
-        done.set()
-        t.join()
     assert sorted(f.fact_id for f in memory.facts("alice", include_inactive=True)) == before
     assert len(audit_rows(memory.rt.store)) == audits + 1  # bob's only
     assert memory.forget("alice", fact=fact.fact_id).counts["facts"] == 1
