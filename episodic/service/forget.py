@@ -13,8 +13,9 @@ replaced by a tombstone; its vector and search document go; the episode that
 held it is re-derived from what is left (text, summary, centroid), the facts
 whose only source was that episode are removed with their history, the
 reflections citing it are removed, and the episode is queued for fact
-extraction again. A fact: its row and every history row that names it;
-facts that superseded it stop pointing at it; reflections citing it go.
+extraction again. A fact: its row, the wordings a person reworded into it,
+and every history row that names them; facts that superseded it stop
+pointing at it; reflections citing it go.
 
 Every forget appends an audit row (no content) and returns it as a receipt;
 a repeated forget is a no-op with the same receipt shape.
@@ -81,11 +82,29 @@ def forget_fact(
 ) -> dict[str, Any]:
     store = rt.store
     with user_lease(store.uri, user_id, wait_s=wait_s):
-        counts = _erase_facts(rt, user_id, [fact_id])
-        counts["reflections"] = _erase_reflections(rt, user_id, facts=[fact_id])
+        wordings = _wordings(rt, user_id, fact_id)
+        counts = _erase_facts(rt, user_id, wordings)
+        counts["reflections"] = _erase_reflections(rt, user_id, facts=wordings)
         counts["llm_cache"] = _drop_cached(rt, user_id)
         purge_versions(store, [n for n, c in counts.items() if c])
     return record(store, actor=actor, kind="fact", user_id=user_id, target=fact_id, counts=counts)
+
+
+def _wordings(rt: Runtime, user_id: str, fact_id: str) -> list[str]:
+    """The fact and the wordings a person reworded into it: one fact recorded
+    wrong before, so forgetting it leaves none of them. A reworded successor
+    holds from the same moment (as search's `stale_facts` reads it); a
+    value that changed later is another fact, and stays."""
+    by_id = {f.fact_id: f for f in rt.facts.list(user_id, include_inactive=True)}
+    out = [fact_id]
+    new = by_id.get(fact_id)
+    while new is not None and new.supersedes and new.supersedes not in out:
+        old = by_id.get(new.supersedes)
+        if old is None or old.valid_from != new.valid_from:
+            break
+        out.append(old.fact_id)
+        new = old
+    return out
 
 
 def forget_turns(

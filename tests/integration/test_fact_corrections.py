@@ -168,3 +168,25 @@ def test_a_reworded_fact_leaves_its_turns_ranked_as_true(tmp_path: Path) -> None
     before = turn_score()
     memory.reword_fact("u", old.fact_id, "User lives in Berlin")
     assert turn_score() == before
+
+
+def test_forgetting_a_reworded_fact_takes_the_wordings_it_replaced(tmp_path: Path) -> None:
+    """A reword records one fact again, so forgetting the fact leaves none of
+    its wordings; the value it replaced when the user moved is another fact,
+    and stays in the history."""
+    memory = make_memory(tmp_path)
+    memory.add("u", [{"role": "user", "text": "I live in Paris.", "ts": "2025-03-02T09:00:00Z"}])
+    memory.consolidate("u", flush=True)
+    memory.add("u", [{"role": "user", "text": "I moved to Lyon.", "ts": "2025-03-20T09:00:00Z"}])
+    memory.consolidate("u", flush=True)
+    (paris,) = [f for f in memory.facts("u", include_inactive=True) if "Paris" in f.text]
+    (lyon,) = memory.facts("u")
+    assert (paris.status, lyon.supersedes) == ("superseded", paris.fact_id)
+    typo = memory.reword_fact("u", lyon.fact_id, "User lives in Lyoon")
+    fixed = memory.reword_fact("u", typo.fact_id, "User lives in Lyon, France")
+    receipt = memory.forget("u", fact=fixed.fact_id)
+    assert receipt.counts["facts"] == 3
+    left = memory.facts("u", include_inactive=True)
+    assert [f.fact_id for f in left] == [paris.fact_id]
+    assert not [h for h in memory.fact_history("u", paris.fact_id) if "Lyo" in (h.new_text or "")]
+    assert memory.doctor("u").ok
