@@ -18,7 +18,7 @@ WHAT = {
     "supported and the reflections citing it are derived again",
     "episode": "the turns' text of episode {ident} of user {user}; the facts only it "
     "supported and the reflections citing it go",
-    "fact": "fact {ident} of user {user} and its whole history",
+    "fact": "fact {ident} of user {user}, the wordings it was reworded from, and their history",
 }
 
 

@@ -51,8 +51,9 @@ ACTIONS = {
                 "user-correction in its history).", "fact"),
     "reword": ("Reword this fact: a new fact says it, superseding this one "
                "(an UPDATE by user-correction in its history).", "fact"),
-    "forget-fact": ("Forget this fact: its row and its whole history are erased "
-                    "from every file; reflections citing it go.", "fact"),
+    "forget-fact": ("Forget this fact: its row, the wordings it was reworded from "
+                    "and their history are erased from every file; reflections "
+                    "citing it go.", "fact"),
     "forget-turn": ("Forget this turn: its text is erased (a tombstone keeps its "
                     "place), its episode's summary, the facts only it supported and "
                     "the reflections citing it are derived again.", "turn"),
