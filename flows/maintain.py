@@ -11,7 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from episodic.decay import DecayPolicy
 from episodic.service.maintain import decay_user, upkeep
 from episodic.service.memory import Memory
-from tasks.names import from_params, user_task_name
+from tasks.names import from_params, user_tag, user_task_name
 from tasks.report import publish_table
 
 
@@ -48,7 +48,8 @@ def maintain(
     archived = sum(1 for r in changed if r["action"] == "archived")
     publish_table(
         "maintain-decay",
-        changed[:500] or [{"action": "nothing decayed"}],
+        [{**r, "user": user_tag(r["user"])} for r in changed[:500]]  # Prefect's: no id
+        or [{"action": "nothing decayed"}],
         f"{len(changed)} items decayed, {archived} archived",
     )
     publish_table("maintain-tables", tables, "compaction and version cleanup")

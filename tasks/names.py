@@ -1,10 +1,10 @@
-"""Readable run names: consolidate-<user>-<time> for a flow run (its user is
-the caller's parameter), <step>-<tag> for a user's task run (a hash, never
-the id: the tasks are ours to name)."""
+"""Run names that never hold a user's id: <flow>-<tag>-<time> for a flow run
+and <step>-<tag> for a user's task run, the tag a hash of the id. Prefect
+keeps a run's name in its logs and events, which a forget cannot reach
+(the runs themselves it deletes: episodic/adapters/run_history.py)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -12,7 +12,7 @@ from episodic.models import stable_id
 
 
 def run_name(flow: str, user: str | None) -> str:
-    who = re.sub(r"[^A-Za-z0-9_.-]+", "_", user or "all")[:40]
+    who = user_tag(user) if user else "all"
     return f"{flow}-{who}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
 
 
@@ -27,7 +27,7 @@ def from_params(flow: str):  # type: ignore[no-untyped-def]
 
 
 def user_tag(user_id: str) -> str:
-    """A user's name in task-run names: a hash, never the id."""
+    """A user's name in run names and reports: a hash, never the id."""
     return stable_id("user", user_id)[:8]
 
 

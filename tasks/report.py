@@ -6,6 +6,8 @@ from typing import Any
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+from tasks.names import user_tag
+
 
 def _bar(n: int, most: int, width: int = 30) -> str:
     return "█" * max(1 if n else 0, round(width * n / most)) if most else ""
@@ -17,7 +19,7 @@ def consolidate_markdown(summary: dict[str, Any], plot_path: str | None = None) 
         "",
         f"- turns processed: **{summary['turns_processed']}**",
         f"- episodes closed: **{summary['episodes_closed']}**",
-        f"- users: {', '.join(summary['users']) or '—'}",
+        f"- users (tags): {', '.join(user_tag(u) for u in summary['users']) or '—'}",
         f"- open turns left (lag): {summary['open_turns']}",
         f"- oldest turn processed (event time): {summary['oldest_turn_processed'] or '—'}",
         f"- LLM calls: {summary['llm_calls']}, tokens in/out: "

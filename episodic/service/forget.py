@@ -31,7 +31,7 @@ from typing import Any
 from episodic.errors import NotFoundError
 from episodic.llm.cache import user_folder
 from episodic.models import TOMBSTONE, Episode
-from episodic.service.plot_path import latest_plot_path
+from episodic.service.plot_path import plot_paths
 from episodic.service.runtime import Runtime
 from episodic.spool import claim, done
 from episodic.vocab import FactsState
@@ -48,9 +48,10 @@ def forget_user(rt: Runtime, user_id: str, actor: str, wait_s: float) -> dict[st
         purge_versions(store, [n for n, c in counts.items() if c])
         counts["llm_cache"] = _drop_cached(rt, user_id)
         counts["spool"] = _drop_spooled(rt, user_id)
-        plot = latest_plot_path(rt.settings.home, user_id)
-        counts["plots"] = int(plot.exists())
-        plot.unlink(missing_ok=True)
+        plots = [p for p in plot_paths(rt.settings.home, user_id) if p.exists()]
+        counts["plots"] = len(plots)
+        for plot in plots:
+            plot.unlink(missing_ok=True)
     return record(store, actor=actor, kind="user", user_id=user_id, target="", counts=counts)
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from episodic.adapters.embedded import Memory
 from episodic.config import Settings
+from tasks.names import user_tag
 from tests.integration.chromium import headless_chromium
 from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.prefect_server import BIN, Server, prefect_server, run
@@ -87,7 +88,8 @@ def _consolidate(srv: Server, tmp_path: Path) -> tuple[str, str, str]:
     with Memory(settings) as memory:
         memory.ingest(write_jsonl(tmp_path / "t.jsonl", synthetic_stream(user="alice")), "jsonl")
     run([str(BIN / "episodic"), "consolidate", "--user", "alice"], srv.env(), timeout=300)
-    runs = srv.post("/flow_runs/filter", {"flow_runs": {"name": {"like_": "consolidate-alice-"}}})
+    named = {"name": {"like_": f"consolidate-{user_tag('alice')}-"}}
+    runs = srv.post("/flow_runs/filter", {"flow_runs": named})
     done = [r for r in runs if r["state"]["type"] == "COMPLETED"]
     assert done, runs
     arts = srv.post("/artifacts/filter", {"artifacts": {"key": {"any_": ["consolidate-report"]}}})

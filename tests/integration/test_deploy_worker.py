@@ -14,6 +14,7 @@ import pytest
 from episodic.adapters.embedded import Memory
 from episodic.bench.servers import run_checked
 from episodic.config import Settings
+from tasks.names import user_tag
 from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.prefect_server import (
     BIN,
@@ -105,12 +106,13 @@ def test_deploy_from_yaml_and_worker_completes_consolidate(server: Server) -> No
         )
     log = (server.home / "worker.log").read_text(errors="replace")
     assert flow_run["state"]["type"] == "COMPLETED", log[-3000:]
-    assert flow_run["name"].startswith("consolidate-u1-")  # readable run names
+    assert flow_run["name"].startswith(f"consolidate-{user_tag('u1')}-")  # a hash, not the id
     assert _episodes(server, "u1") > 0
     artifacts = server.post(
         "/artifacts/filter", {"artifacts": {"key": {"any_": ["consolidate-report"]}}}
     )
-    assert any(a["flow_run_id"] == flow_run["id"] for a in artifacts)
+    (report,) = [a for a in artifacts if a["flow_run_id"] == flow_run["id"]]
+    assert f"users (tags): {user_tag('u1')}" in report["data"] and "u1" not in report["data"]
 
 
 def test_episodic_serve_runs_a_flow_and_stops_on_sigterm(server: Server) -> None:
@@ -170,9 +172,11 @@ def test_a_cli_run_is_quiet_in_the_terminal_and_logged_in_the_ui(server: Server)
     res = run_checked(cmd, env, timeout=180)
     assert json.loads(res.stdout)["episodes_closed"] > 0
     assert "INFO" not in res.stderr, res.stderr[-3000:]
-    runs = server.post("/flow_runs/filter", {"flow_runs": {"name": {"like_": "consolidate-u3-"}}})
+    named = {"name": {"like_": f"consolidate-{user_tag('u3')}-"}}
+    runs = server.post("/flow_runs/filter", {"flow_runs": named})
     assert len(runs) == 1
     logs = server.post("/logs/filter", {"logs": {"flow_run_id": {"any_": [runs[0]["id"]]}}})
     messages = [entry["message"] for entry in logs]
     assert any(m.startswith("read ") and "closed" in m for m in messages), messages
     assert any(m.startswith("facts: ") for m in messages), messages
+    assert not [m for m in messages if "u3" in m]  # Prefect's logs never hold the user's id

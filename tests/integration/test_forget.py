@@ -14,6 +14,7 @@ import pytest
 from episodic.adapters.embedded import Memory
 from episodic.llm.cache import CachedProvider
 from episodic.llm.offline import OfflineProvider
+from episodic.service.plot_path import plot_paths
 from flows.reflect import reflect
 from storage.filters import user as user_is
 from storage.forget import audit_rows, present
@@ -71,10 +72,17 @@ def test_forget_user_leaves_no_file_with_the_canary(tmp_path: Path) -> None:
     assert any(p.startswith("lancedb/facts") for p in before), before
     other = _rows(memory, "other")
     held = {n: len(rows) for n, rows in _rows(memory, "victim").items()}
+    pictures = plot_paths(memory.settings.home, "victim")  # and the name older homes gave it
+    assert "victim" not in pictures[0].name and "victim" in pictures[1].name
+    for picture in pictures:
+        picture.parent.mkdir(parents=True, exist_ok=True)
+        picture.write_bytes(b"a timeline picture")
 
     receipt = memory.forget("victim", actor="test")
 
+    assert receipt.counts["plots"] == 2 and not any(p.exists() for p in pictures)
     assert _files_with(home, CANARY) == []
+    assert not [p for p in home.rglob("*") if "victim" in p.name]
     # nor the user's id: a delete's predicate names it in its version's files
     assert _files_with(home, "victim") == []
     assert _rows(memory, "other") == other

@@ -16,6 +16,7 @@ from episodic.adapters.cli.main import app
 from episodic.service.plot_path import latest_plot_path
 from episodic.service.timeline import build_timeline, draw, render
 from flows.consolidate import consolidate
+from tasks.names import user_tag
 from tests.integration.cli_support import cli_home, refused
 from tests.integration.helpers import synthetic_stream, write_jsonl
 
@@ -64,7 +65,8 @@ def test_status_counts_lag_and_names_the_last_run(
     assert s1.unprocessed_turns == 0 and s1.oldest_unprocessed_age_s is None
     assert s1.episodes == summary["episodes_closed"] == len(m.episodes("u1", stream_id="s1"))
     assert s1.open_episode_turns == summary["open_turns"] > 0
-    assert s1.last_run.startswith("consolidate-u1-") and s1.last_run_state == "Completed"
+    assert s1.last_run.startswith(f"consolidate-{user_tag('u1')}-")
+    assert s1.last_run_state == "Completed"
     # u2 was not consolidated: still all lag, no run
     u2 = m.status("u2")[0]
     assert u2.unprocessed_turns == u2.raw_turns and u2.last_run == ""
