@@ -177,9 +177,7 @@ class _Verbs:
     def forget(
         self, turn: str | None, episode: str | None, fact: str | None
     ) -> Call[views.ForgetReceipt]:
-        asked = [(k, v) for k, v in (("turn", turn), ("episode", episode), ("fact", fact)) if v]
-        if len(asked) > 1:
-            raise ValueError("forget one turn, episode or fact at a time (or the whole user)")
+        asked = views.forget_target(turn=turn, episode=episode, fact=fact)
         if not asked:
             return Call("DELETE", "/v1/memory", views.ForgetReceipt.model_validate, kind="user")
         kind, ident = asked[0]

@@ -43,6 +43,7 @@ from episodic.service.views import (
     ReflectionView,
     StreamStatus,
     UsageView,
+    forget_target,
 )
 from storage.frames import user_exists
 from storage.journal import journal_dir
@@ -448,9 +449,7 @@ class Memory(Closing):
         holding the user is waited for up to CORRECTION_WAIT_S, then BusyError."""
         from episodic.service import forget as f
 
-        asked = [(k, v) for k, v in (("turn", turn), ("episode", episode), ("fact", fact)) if v]
-        if len(asked) > 1:
-            raise ValueError("forget one turn, episode or fact at a time (or the whole user)")
+        asked = forget_target(turn=turn, episode=episode, fact=fact)
         rt, wait = self.rt, CORRECTION_WAIT_S
         self.settle(user_id)  # acknowledged turns are stored, and their journal gone, first
         rt.recalls.flush()  # queued recall writes land first: they would conflict later

@@ -238,6 +238,17 @@ class ForgetReceipt(View):
         return sum(self.counts.values())
 
 
+def forget_target(**ids: str | None) -> list[tuple[str, str]]:
+    """The one (kind, id) a forget names, or none for the whole user. An
+    empty id is refused, never read as "no id": that would be the whole user."""
+    asked = [(k, v) for k, v in ids.items() if v is not None]
+    if len(asked) > 1:
+        raise ValueError("forget one turn, episode or fact at a time (or the whole user)")
+    if asked and not asked[0][1].strip():
+        raise ValueError(f"the {asked[0][0]} id to forget is empty")
+    return asked
+
+
 class UsageView(View):
     """What consolidating a user's memory has asked the model, over its recent
     runs: totals, and the runs newest first."""

@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
+from episodic.adapters.client import Client
 from episodic.adapters.embedded import Memory
+from episodic.adapters.http.app import create_app
 from storage.forget import audit_rows
 from tests.integration.api_support import api_client, new_key
-from tests.integration.cli_support import cli, cli_home, invoke
+from tests.integration.cli_support import cli, cli_home, invoke, refused
 from tests.integration.helpers import held_elsewhere, make_memory
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -156,9 +159,24 @@ def test_cli_forget_asks_then_prints_the_receipt(
     got = cli("forget", "--user", "alice", "--turn", turn.turn_id, "--json")
     assert got["kind"] == "turn" and got["actor"] == "cli" and sum(got["counts"].values()) > 0
     assert got["audit_id"] in {a["audit_id"] for a in audit_rows(memory.rt.store)}
+    facts_left = len(memory.facts("alice"))
     # two targets at once: a usage error
     res = invoke("forget", "--user", "alice", "--turn", "a", "--fact", "b", "--yes")
-    assert res.exit_code == 2 and "at most one" in res.stderr
+    assert res.exit_code == 2 and "one turn, episode or fact at a time" in res.stderr
+    # an empty id (an unset shell variable) is not the whole user, on any face
+    for option in ("--turn", "--episode", "--fact"):
+        line = refused("forget", "--user", "alice", option, "", "--json", code=2)
+        assert line.endswith("id to forget is empty"), line
+    for target in ("turn", "episode", "fact"):
+        with pytest.raises(ValueError, match="empty"):
+            memory.forget("alice", **{target: " "})
+    with (
+        TestClient(create_app(memory)) as http,
+        Client(key=new_key(memory, "alice"), http=http) as c,
+    ):
+        with pytest.raises(ValueError, match="empty"):
+            c.forget("alice", fact="")
+    assert len(memory.facts("alice")) == facts_left
     # a missing fact: exit 1, one line
     res = invoke("forget", "--user", "alice", "--fact", "nosuchfact", "--yes")
     assert res.exit_code == 1 and res.stderr.startswith("error: no fact")

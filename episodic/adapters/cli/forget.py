@@ -10,6 +10,7 @@ from episodic.adapters.cli.context import memory
 from episodic.adapters.cli.guard import fail
 from episodic.adapters.cli.output import console, esc, print_json, show
 from episodic.errors import ExitCode
+from episodic.service.views import forget_target
 
 WHAT = {
     "user": "every turn, episode, fact, reflection, key, offset and cached model answer "
@@ -41,9 +42,10 @@ def forget(
     EPISODIC_HOME still holds them. Without --turn/--episode/--fact the whole
     user goes, API keys included. Forgetting again is a no-op with the same
     receipt shape."""
-    asked = [(k, v) for k, v in (("turn", turn), ("episode", episode), ("fact", fact)) if v]
-    if len(asked) > 1:
-        fail(ExitCode.USAGE, "give at most one of --turn, --episode, --fact")
+    try:
+        asked = forget_target(turn=turn, episode=episode, fact=fact)
+    except ValueError as e:
+        fail(ExitCode.USAGE, str(e))
     kind, ident = asked[0] if asked else ("user", "")
     if not (yes or as_json):
         what = WHAT[kind].format(user=esc(user), ident=esc(ident))
