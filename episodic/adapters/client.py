@@ -344,8 +344,9 @@ class Client(_Connection[httpx.Client], Closing):
         episode: str | None = None,
         fact: str | None = None,
     ) -> views.ForgetReceipt:
+        call = self._v.forget(turn, episode, fact)  # refused before anything is sent
         self._as(user_id)
-        return self._run(self._v.forget(turn, episode, fact))
+        return self._run(call)
 
 
 class AsyncClient(_Connection[httpx.AsyncClient]):
@@ -464,5 +465,6 @@ class AsyncClient(_Connection[httpx.AsyncClient]):
         episode: str | None = None,
         fact: str | None = None,
     ) -> views.ForgetReceipt:
+        call = self._v.forget(turn, episode, fact)  # refused before anything is sent
         await self._as(user_id)
-        return await self._run(self._v.forget(turn, episode, fact))
+        return await self._run(call)
