@@ -9,11 +9,13 @@ none starts until the forget is done.
 
 A turn or an episode: raw keeps its place in the stream (seqs stay
 contiguous: the log's invariants hold) but the turn's text and metadata are
-replaced by a tombstone; its vector and search document go; the episode that
-held it is re-derived from what is left (text, summary, centroid), the facts
-whose only source was that episode are removed with their history, the
-reflections citing it are removed, and the episode is queued for fact
-extraction again. A fact: its row, the wordings a person reworded into it,
+replaced by a tombstone (whole rows rewritten: a column update would leave
+the old text in the fragment's first file); its vector and search document
+go, and its words leave the stream's saved detector; the episode that held
+it is re-derived from what is left (text, centroid; its salience, summary
+and facts by the next consolidation), the facts whose only source was that
+episode are removed with their history, and the reflections citing it are
+removed. A fact: its row, the wordings a person reworded into it,
 and every history row that names them; facts that superseded it stop
 pointing at it; reflections citing it go.
 
@@ -30,7 +32,7 @@ from typing import Any
 
 from episodic.errors import NotFoundError
 from episodic.llm.cache import user_folder
-from episodic.models import TOMBSTONE, Episode
+from episodic.models import TOMBSTONE, Episode, Turn
 from episodic.service.plot_path import plot_paths
 from episodic.service.runtime import Runtime
 from episodic.spool import claim, done
@@ -124,10 +126,11 @@ def forget_turns(
         turns = rt.raw.by_ids(user_id, list(turn_ids))
         ids = [t.turn_id for t in turns if t.text != TOMBSTONE]
         if ids:
-            store.update_columns(
+            store.rewrite_columns(
                 "raw_turns", [{"turn_id": i, "text": TOMBSTONE, "meta": "{}"} for i in ids]
             )
         counts["raw_turns"] = len(ids)
+        counts["segmenter_state"] = _scrub_detectors(rt, [t for t in turns if t.turn_id in ids])
         if ids and "turn_vectors" in present(store):
             tbl = store.db.open_table("turn_vectors")
             cond = filters.sql(filters.user_in(user_id, "turn_id", ids))
@@ -154,6 +157,25 @@ def forget_turns(
     return record(store, actor=actor, kind=kind, user_id=user_id, target=target, counts=counts)
 
 
+def _scrub_detectors(rt: Runtime, turns: Sequence[Turn]) -> int:
+    """The forgotten turns' words out of their streams' saved detectors."""
+    from episodic.segment.scrub import scrub
+
+    by_stream: dict[tuple[str, str], list[Turn]] = {}
+    for t in turns:
+        by_stream.setdefault((t.user_id, t.stream_id), []).append(t)
+    rows = []
+    for (user_id, stream_id), held in by_stream.items():
+        cp = rt.checkpoints.load(user_id, stream_id)
+        if not cp.detector:
+            continue
+        seqs, ids = [t.seq for t in held], [t.turn_id for t in held]
+        new = scrub(cp.detector, seqs, ids, TOMBSTONE)
+        if new is not None:
+            rows.append({"key": cp.key, "detector": new})
+    return rt.store.rewrite_columns("segmenter_state", rows)
+
+
 def forget_episode(
     rt: Runtime, user_id: str, episode_id: str, actor: str, wait_s: float
 ) -> dict[str, Any]:
@@ -170,7 +192,8 @@ def _episodes_holding(rt: Runtime, user_id: str, turn_ids: list[str]) -> list[Ep
 
 
 def _rederive(rt: Runtime, e: Episode) -> int:
-    """The episode's text, summary and centroid from its turns as they are now."""
+    """The episode's text and centroid from its turns as they are now; its
+    salience, summary and facts derived again by the next consolidation."""
     from episodic.service.segment import episode_text
 
     turns = sorted(rt.raw.by_ids(e.user_id, list(e.turn_ids)), key=lambda t: t.seq)
@@ -178,14 +201,16 @@ def _rederive(rt: Runtime, e: Episode) -> int:
     text = episode_text(kept) if kept else ""
     vec = rt.embedder.embed([text])[0] if text else None
     centroid = [float(x) for x in vec] if vec is not None else [0.0] * rt.store.dim
-    rt.store.update_columns(
+    rt.store.rewrite_columns(
         "episodes",
         [
             {
                 "episode_id": e.episode_id,
                 "text": text,
                 "summary": "",
-                "centroid": centroid,
+                "salience_rationale": "",
+                "salience_source": "" if text else e.salience_source,  # "": scored and
+                "centroid": centroid,  # summarised again from what is left
                 "facts_state": FactsState.PENDING.value,
                 "fact_plan": "",
             }

@@ -109,6 +109,8 @@ def test_forget_one_turn_erases_it_and_rederives_its_episode(tmp_path: Path) -> 
     memory.close()
     assert _files_with(home, CANARY)
     turn_id = memory.add("u", [turns[2]]).turn_ids[0]
+    memory.rt.store.ensure_indexes()  # with its key indexed, a column update writes
+    # the new column beside the old one, which stays in the fragment's first file
 
     receipt = memory.forget("u", turn=turn_id, actor="test")
 
@@ -118,6 +120,14 @@ def test_forget_one_turn_erases_it_and_rederives_its_episode(tmp_path: Path) -> 
     texts = [t.text for e in memory.episodes("u") for t in memory.episode("u", e.episode_id).turns]
     assert texts.count("[forgotten]") == 1 and len(texts) == len(turns)
     assert memory.forget("u", turn=turn_id, actor="test").counts["raw_turns"] == 0
+    # the next consolidation scores and summarises the episode again from what is left
+    (held,) = memory.rt.episodes.by_ids("u", [e.episode_id for e in memory.episodes("u")
+                                              if e.summary == ""])  # fmt: skip
+    assert turn_id in held.turn_ids
+    memory.consolidate("u")
+    (held,) = memory.rt.episodes.by_ids("u", [held.episode_id])
+    assert held.summary and held.salience > 0 and CANARY not in held.summary
+    assert _files_with(home, CANARY) == [] and memory.doctor("u").ok
     # a search, even one that names it, never returns the forgotten turn's place
     for q in ("locker code", "forgotten", "what did I forget"):
         assert all(h.text != "[forgotten]" for h in memory.search("u", q, k=50)), q
@@ -137,3 +147,27 @@ def test_every_table_with_a_user_column_is_in_the_forget_registry(tmp_path: Path
     scoped = {n for n in names if "user_id" in db.open_table(n).schema.names}
     assert scoped - set(USER_TABLES) == set()
     assert AUDIT not in scoped
+
+
+def test_forgetting_the_newest_turn_takes_it_from_the_saved_detector(tmp_path: Path) -> None:
+    """A stream's checkpoint keeps its last few turns as text (the feature
+    window, the open episode's recent texts): a forget of one of them
+    leaves its words in no file, and the stream segments on after it."""
+    home = tmp_path / "home"
+    memory = _memory(home)
+    turns = _turns("plain")
+    turns[-1]["text"] = f"Keep this between us: the vault code is {CANARY}77."
+    memory.add("u", turns)
+    memory.consolidate("u")  # the episode stays open: its turns are in the checkpoint
+    memory.close()
+    assert any(p.startswith("lancedb/segmenter_state") for p in _files_with(home, CANARY))
+
+    turn_id = memory.add("u", [turns[-1]]).turn_ids[0]  # stored already: its id
+    receipt = memory.forget("u", turn=turn_id, actor="test")
+
+    assert receipt.counts["segmenter_state"] == 1
+    assert _files_with(home, CANARY) == []
+    more = _turns("later")
+    memory.add("u", [{**t, "ts": t["ts"].replace("2025-03", "2025-04")} for t in more])
+    summary = memory.consolidate("u", flush=True)
+    assert summary["turns_processed"] == len(more) and memory.doctor("u").ok
