@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
-from lancedb.index import FTS
+from lancedb.index import FTS, BTree
 
 from episodic.models import now_utc, stable_id
 from storage import filters, schemas
@@ -88,8 +88,9 @@ def erase_user(store: Store, user_id: str) -> dict[str, int]:
 @on_conflict
 def purge_versions(store: Store, names: Iterable[str]) -> None:
     """Make deletions erasures: rewrite every fragment that has deleted rows
-    (a delete only marks them), rebuild the text index (an inverted index
-    keeps the tokens of deleted rows), and drop every older version. A
+    (a delete only marks them), rebuild the text index and the BTree
+    indexes (an index keeps the tokens and values of deleted rows), and drop
+    every older version. A
     version's files keep its transaction, and a delete's names its predicate
     (the user's id, a turn's id): one more commit that names nothing follows
     it, so the delete's version is an older one too."""
@@ -102,6 +103,7 @@ def purge_versions(store: Store, names: Iterable[str]) -> None:
         column = FTS_COLUMNS.get(name) or _EXTRA_FTS.get(name)
         if column and any(tuple(ix.columns) == (column,) for ix in tbl.list_indices()):
             tbl.create_index(column, config=FTS(), replace=True)
+        _rebuild_btrees(tbl)
         tbl.to_lance().update_config({_PURGED: now_utc().isoformat()})
         with warnings.catch_warnings():  # no older version may survive: that is the point
             warnings.simplefilter("ignore", UserWarning)
@@ -127,6 +129,20 @@ def record(
     tbl = store.declared(AUDIT, audit_schema())
     tbl.add(pa.Table.from_pylist([row], schema=audit_schema()))
     return {**row, "at": now.isoformat(), "counts": dict(counts)}
+
+
+def _rebuild_btrees(tbl: Any) -> None:
+    """A BTree index keeps the values of deleted rows (the user's id, a
+    turn's id) in its pages: built again from what is left, or dropped from
+    an emptied table (`Store.keep_scalar_indexes` makes it anew on new rows)."""
+    empty = tbl.count_rows() == 0
+    for ix in tbl.list_indices():
+        if ix.index_type != "BTree" or len(ix.columns) != 1:
+            continue
+        if empty:
+            tbl.drop_index(ix.name)
+        else:
+            tbl.create_index(ix.columns[0], config=BTree(), replace=True)
 
 
 def audit_rows(store: Store) -> list[dict[str, Any]]:

@@ -59,6 +59,7 @@ def _consolidated(home: Path) -> Memory:
     memory.consolidate(flush=True)
     reflect(user="victim", force=True, memory=memory)
     memory.search("victim", f"where is {CANARY}ville")  # search documents
+    memory.rt.store.ensure_indexes()  # BTree pages hold the user's id too
     memory.close()
     return memory
 
