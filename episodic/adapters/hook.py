@@ -7,7 +7,9 @@ It imports nothing but the standard library and episodic/spool.py: it checks
 its input, records the transcript in the spool (one small file) and returns.
 The lines are captured by whoever holds the memory open: `episodic api`
 (within a second), `episodic capture drain`, or the next consolidate run.
-Exit codes as the CLI's: 0 ok, 2 bad input (one `error:` line on stderr)."""
+Exit codes: 0 ok, 1 bad input (one `error:` line on stderr). Not the CLI's
+2: to Claude Code a hook's 2 is a blocking error (a Stop hook's keeps the
+agent from finishing), any other code a notice the agent goes on past."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ USAGE = "usage: episodic-hook claude-code [--user U] | episodic-hook jsonl PATH 
 
 def _fail(reason: str) -> int:
     sys.stderr.write(f"error: {reason}\n")
-    return 2
+    return 1
 
 
 def _user(args: list[str]) -> tuple[str, list[str]]:
