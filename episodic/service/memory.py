@@ -65,6 +65,8 @@ if TYPE_CHECKING:
 # forget for a run holding the user; then it is refused as busy with nothing
 # changed (a page or a request must not hang on it)
 CORRECTION_WAIT_S = 30.0
+# locks that serialise adds sharing an idempotency key (striped: bounded memory)
+KEY_STRIPES = 64
 
 
 class ConsolidationRunner(Protocol):
@@ -83,7 +85,9 @@ class Memory(Closing):
     Slotted: a flow that is handed a Memory records it as `<Memory>`, never
     walks into its store."""
 
-    __slots__ = ("rt", "runner", "_journal", "_writer", "_writer_lock", "_keys", "_receipts")
+    __slots__ = (
+        "rt", "runner", "_journal", "_writer", "_writer_lock", "_key_locks", "_keys", "_receipts",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -117,6 +121,7 @@ class Memory(Closing):
         self._journal = journal and directory is not None
         self._writer: Writer | None = None
         self._writer_lock = threading.Lock()  # two threads' first adds must share one
+        self._key_locks = [threading.Lock() for _ in range(KEY_STRIPES)]
 
     @classmethod
     def at(cls, home: str | Path, **kw: Any) -> Memory:
@@ -170,13 +175,27 @@ class Memory(Closing):
         about (`ingest_status`). A retry with the same `idempotency_key` gets
         the first receipt and writes nothing. Bad items are quarantined under
         `user_id` and listed with their index and reason."""
+        if not idempotency_key:
+            return self._add(user_id, turns, source, stream_id, None)
+        # concurrent retries with one key: the first commits, the rest wait for its answer
+        stripe = int(key_hash(user_id, idempotency_key)[:8], 16) % len(self._key_locks)
+        with self._key_locks[stripe]:
+            first = self.writer.first_answer(user_id, idempotency_key)
+            if first is not None:
+                return AddReceipt.model_validate(first)
+            return self._add(user_id, turns, source, stream_id, idempotency_key)
+
+    def _add(
+        self,
+        user_id: str,
+        turns: Sequence[Mapping[str, Any] | Any],
+        source: str,
+        stream_id: str,
+        idempotency_key: str | None,
+    ) -> AddReceipt:
         from episodic.service.accept import Draft, check
 
         writer = self.writer
-        if idempotency_key:
-            first = writer.first_answer(user_id, idempotency_key)
-            if first is not None:
-                return AddReceipt.model_validate(first)
         turns, rejects = check(
             writer,
             list(turns),

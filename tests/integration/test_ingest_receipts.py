@@ -62,6 +62,23 @@ def test_idempotency_key_and_ingest_status(tmp_path: Path) -> None:
     assert frame(memory.rt.store, "raw_turns", "u").num_rows == 2
 
 
+@pytest.mark.parametrize("journal", [False, True])
+def test_concurrent_retries_with_one_key_write_once(tmp_path: Path, journal: bool) -> None:
+    """Retries a client sends at once (a timeout, then two more): one write,
+    one answer. Without a client id every copy of a turn is a new turn, so
+    only the key keeps them from being stored three times."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    memory = Memory(settings_at(tmp_path), journal=journal)
+    batch = [{"role": "user", "text": "race two copies check"}]
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: memory.add("u", batch, idempotency_key="k"), range(16)))
+    assert len({a.ingest_id for a in answers}) == 1 and answers[0].accepted == 1
+    memory.settle("u")
+    assert frame(memory.rt.store, "raw_turns", "u").num_rows == 1
+    memory.close()
+
+
 def test_the_autopilot_consolidates_after_writes(tmp_path: Path) -> None:
     memory = Memory(settings_at(tmp_path), runner=run_flow)
     pilot = Autopilot(memory, delay_s=1.0, max_wait_s=60.0, drain=False)
