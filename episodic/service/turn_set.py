@@ -7,6 +7,7 @@ every turn at once, old ones included."""
 
 from __future__ import annotations
 
+import heapq
 import json
 from array import array
 from dataclasses import dataclass
@@ -227,14 +228,20 @@ class TurnSet:
             self._after[d], self._before[a] = a, d
 
     def unembedded(self, recent: int) -> list[int]:
-        """Positions among the last `recent` turns read that have no vector
-        yet (written since the user's last consolidation), forgotten ones aside."""
-        start = max(0, len(self.rows) - recent)
-        tail = np.frombuffer(self._row_at, dtype=np.intc)[start:]
-        missing = (np.flatnonzero(tail < 0) + start).tolist()
-        out = [p for p in missing if self.rows[p].text != TOMBSTONE]
-        del tail  # the array may grow again once no view of it is held
-        return out
+        """Positions of the user's `recent` newest turns (event time; the
+        later read on a tie) that have no vector yet (written since their
+        last consolidation), forgotten ones aside. Newest, not last read: a
+        first read holds the streams in name order, so the newest turn of
+        "chat-9" sits before every turn of "ops"."""
+        row_at = np.frombuffer(self._row_at, dtype=np.intc)
+        none = not (row_at < 0).any()
+        del row_at  # the array may grow again once no view of it is held
+        if none:
+            return []  # a consolidated user: nothing to rank by time
+        rows = self.rows
+        newest = heapq.nlargest(recent, range(len(rows)), key=lambda p: (rows[p].event_ts, p))
+        at = self._row_at
+        return sorted(p for p in newest if at[p] < 0 and rows[p].text != TOMBSTONE)
 
     def attach(self, positions: list[int], vecs: np.ndarray) -> None:
         """Vectors for the turns at `positions`, held here only: the stored

@@ -97,20 +97,35 @@ def test_first_in_three_rankings_scores_as_first_in_two() -> None:
 
 
 def test_only_the_newest_turns_without_a_vector_are_embedded_at_search() -> None:
-    """`unembedded` names the turns among the last `recent` read that have
-    no vector; once attached (or stored), a turn is not named again, and a
-    stored vector arriving later leaves the attached one in place."""
+    """`unembedded` names the turns among the `recent` newest (event time)
+    that have no vector; once attached (or stored), a turn is not named
+    again, and a stored vector arriving later leaves the attached one in place."""
     ts = TurnSet(DIM)
     ts.add_raw(_raw(TURNS))
     ts.add_vectors(_vectors(TURNS[:2]))  # a0, a1 consolidated
-    assert _ids(ts, ts.unembedded(3)) == ["b1", "b2", "b3"]
+    # the newest three: b3 and a3 (minute 3; b3 read later), then b2
+    assert _ids(ts, ts.unembedded(3)) == ["a3", "b2", "b3"]
     assert _ids(ts, ts.unembedded(100)) == ["a2", "a3", "b0", "b1", "b2", "b3"]
     fresh = ts.unembedded(3)
     ts.attach(
-        fresh, np.stack([np.eye(DIM, dtype=np.float32)[TURNS.index(("b", q))] for q in (1, 2, 3)])
-    )
+        fresh, np.stack([np.eye(DIM, dtype=np.float32)[TURNS.index(t)] for t in
+                         (("a", 3), ("b", 2), ("b", 3))])
+    )  # fmt: skip
     assert ts.unembedded(3) == []
     ts.add_vectors(_vectors(TURNS))  # the consolidation stores every vector
     assert ts.unembedded(100) == [] and len(ts.dense) == len(TURNS)
     near, _ = ts.dense_top(np.eye(DIM, dtype=np.float32)[TURNS.index(("b", 2))], 1)
     assert _ids(ts, [p for p, _ in near]) == ["b2"]
+
+
+def test_the_newest_turn_is_embedded_whatever_its_streams_name() -> None:
+    """A first read holds the streams in name order: the newest turn of a
+    stream named first ("a") is not among the last read, yet it is the one a
+    search must embed (a turn of a new "chat-9" beside an older "ops")."""
+    ts = TurnSet(DIM)
+    raw = _raw(TURNS)
+    stamps = [T0 + timedelta(minutes=q) for _, q in TURNS]
+    stamps[TURNS.index(("a", 3))] = T0 + timedelta(days=1)  # a3 came a day after the rest
+    ts.add_raw(raw.set_column(raw.column_names.index("event_ts"), "event_ts", pa.array(stamps)))
+    ts.add_vectors(_vectors([t for t in TURNS if t != ("a", 3)]))
+    assert _ids(ts, ts.unembedded(2)) == ["a3"]
