@@ -7,11 +7,10 @@ every turn at once, old ones included."""
 
 from __future__ import annotations
 
-import heapq
 import json
 from array import array
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -32,6 +31,10 @@ from episodic.retrieval import (
 from storage.codec import to_aware
 
 RAW_COLUMNS = ("turn_id", "stream_id", "seq", "role", "kind", "text", "event_ts", "meta")
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,7 @@ class TurnSet:
         self.dense = Dense(dim)
         self._vector_of = array("i")  # dense row -> turn position
         self._row_at = array("i")  # turn position -> dense row, -1 without one
+        self._micros = array("q")  # turn position -> event time, µs since the epoch
         # dense row -> the dense row of the turn just before / after it in its
         # stream (seq - 1 / seq + 1), -1 where that turn has none (`dense_top`)
         self._before = array("i")
@@ -131,6 +135,7 @@ class TurnSet:
         at = len(self.rows)
         self.rows.append(row)
         self._row_at.append(-1)
+        self._micros.append((ts - EPOCH) // MICROSECOND)
         self._text_bytes += len(row.text) + len(row.turn_id) + len(row.speaker) + 150
         if isinstance(cap, str) and cap:
             self._captions[at] = cap
@@ -234,14 +239,13 @@ class TurnSet:
         first read holds the streams in name order, so the newest turn of
         "chat-9" sits before every turn of "ops"."""
         row_at = np.frombuffer(self._row_at, dtype=np.intc)
-        none = not (row_at < 0).any()
-        del row_at  # the array may grow again once no view of it is held
-        if none:
-            return []  # a consolidated user: nothing to rank by time
+        micros = np.frombuffer(self._micros, dtype=np.int64)
+        # stable: of turns at one moment, the later read sorts last
+        newest = np.argsort(micros, kind="stable")[-recent:] if (row_at < 0).any() else ()
+        missing = [int(p) for p in newest if row_at[p] < 0]
+        del row_at, micros  # the arrays may grow again once no view of them is held
         rows = self.rows
-        newest = heapq.nlargest(recent, range(len(rows)), key=lambda p: (rows[p].event_ts, p))
-        at = self._row_at
-        return sorted(p for p in newest if at[p] < 0 and rows[p].text != TOMBSTONE)
+        return sorted(p for p in missing if rows[p].text != TOMBSTONE)
 
     def attach(self, positions: list[int], vecs: np.ndarray) -> None:
         """Vectors for the turns at `positions`, held here only: the stored
