@@ -12,8 +12,10 @@ from storage import filters
 from storage.db import Store
 
 MAX_ROWS = 100_000_000
-# tables a user's memory lives in: a user with a row in none is unknown
-USER_TABLES = ("streams", "raw_turns", "episodes", "facts", "reflections")
+# tables whose rows make a user known (their input quarantined whole counts:
+# `episodic rejected` must list it); the registry of every table holding a
+# user's rows is storage/forget.py's USER_TABLES
+KNOWN_BY = ("streams", "raw_turns", "rejected_input", "episodes", "facts", "reflections")
 
 
 def frame(
@@ -30,6 +32,6 @@ def frame(
 
 
 def user_exists(store: Store, user_id: str) -> bool:
-    """True when the user has a row in any table their memory lives in."""
+    """True when the user has a row in any table that makes a user known."""
     cond = filters.sql(filters.user(user_id))
-    return any(store.table(name).count_rows(cond) > 0 for name in USER_TABLES)
+    return any(store.table(name).count_rows(cond) > 0 for name in KNOWN_BY)

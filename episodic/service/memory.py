@@ -316,7 +316,8 @@ class Memory(Closing):
             raise NotFoundError(
                 "user",
                 user_id,
-                "no turns, episodes or facts stored (`episodic status` lists every user's streams)",
+                "no turns, episodes, facts or rejected input stored "
+                "(`episodic status` lists every user's streams)",
             )
 
     def search(

@@ -156,3 +156,30 @@ def test_ingest_twice_equals_ingest_once(rows: list[tuple[Any, ...]], split: int
         assert last.accepted == 0 and last.rejected == first.rejected
         assert _state(twice) == _state(once)
         assert first.accepted + first.rejected == len(lines)
+
+
+def test_rejected_input_is_listed_under_the_user_it_was_sent_for(
+    rt: Runtime, tmp_path: Path
+) -> None:
+    """A user whose every line was refused is still a user to `rejected`;
+    a refused line that names its user is kept under that user, not "default"."""
+    bad = tmp_path / "allbad.jsonl"
+    bad.write_text('{"role": "user"}\nnot json\n', encoding="utf-8")
+    res = CliRunner().invoke(
+        app, ["ingest", str(bad), "--user", "carol", "--format", "jsonl", "--json"]
+    )
+    assert res.exit_code == 1 and json.loads(res.stdout)["rejected"] == 2
+    named = tmp_path / "named.jsonl"
+    named.write_text(
+        json.dumps({"user_id": "bob", "stream_id": "b1", "text": "no role"}) + "\n"
+        + json.dumps({"user_id": "bob", "role": "user", "text": "x", "meta": [1]}) + "\n",
+        encoding="utf-8",
+    )  # fmt: skip
+    assert CliRunner().invoke(app, ["ingest", str(named), "--json"]).exit_code == 1
+    for user, n in (("carol", 2), ("bob", 2)):
+        res = CliRunner().invoke(app, ["rejected", "--user", user, "--json"])
+        assert res.exit_code == 0, res.output
+        assert len(json.loads(res.stdout)) == n, (user, res.stdout)
+    listed = json.loads(CliRunner().invoke(app, ["rejected", "--user", "bob", "--json"]).stdout)
+    assert {r["stream_id"] for r in listed} == {"b1", "named"}
+    assert "line 1: missing field: role" in {r["reason"] for r in listed}
