@@ -1,4 +1,5 @@
-"""Which transcript format a file holds, from its first 64 KiB."""
+"""Which transcript format a file holds, from its first 64 KiB (or its whole
+first line, when that is longer: a line cut in two parses as nothing)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from episodic.errors import IngestError
 
 HEAD_BYTES = 1 << 16
+FIRST_LINE_CAP = 1 << 23  # beyond a maximal turn's line (`Options.max_line_bytes`)
 _CLAUDE_TYPES = ("user", "assistant", "summary", "system", "file-history-snapshot")
 _ANTHROPIC = re.compile(r'"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking)"')
 _OPENAI = re.compile(
@@ -73,7 +75,13 @@ def detect_format(path: Path) -> str:
     """Sniff the format of `path`; IngestError when unreadable or unknown."""
     try:
         with Path(path).open("rb") as f:
-            head = f.read(HEAD_BYTES)
+            buf = bytearray(f.read(HEAD_BYTES))
+            while b"\n" not in buf and len(buf) < FIRST_LINE_CAP:
+                more = f.read(HEAD_BYTES)
+                if not more:
+                    break
+                buf += more
+            head = bytes(buf)
     except OSError as e:
         raise IngestError(str(path), f"cannot read: {e.strerror or e}") from e
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # what PowerShell's `>` writes

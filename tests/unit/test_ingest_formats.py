@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +46,18 @@ def _rows(turns: list[TurnIn]) -> list[str]:
 def test_detect_format(name: str, fmt: str) -> None:
     assert fmt in FORMATS
     assert detect_format(FIX / name) == fmt
+
+
+def test_a_first_line_longer_than_the_head_is_read_whole(tmp_path: Path) -> None:
+    """Cut at 64 KiB, a long first line parsed as nothing, so a generic JSONL
+    file was taken for one OpenAI document and every line refused."""
+    path = tmp_path / "long.jsonl"
+    lines = [{"role": "user", "text": "a" * 70_000, "ts": "2025-12-06T10:00:00Z"},
+             {"role": "user", "text": "I like chess", "ts": "2025-12-06T10:00:02Z"}]  # fmt: skip
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    assert detect_format(path) == "jsonl"
+    turns, rejected = split(list(parse_file(path)))
+    assert len(turns) == 2 and not rejected
 
 
 def test_detect_unknown_and_unreadable(tmp_path: Path) -> None:
