@@ -159,12 +159,14 @@ class Facts:
 
     def history(self, user_id: str, fact_id: str) -> builtins.list[FactHistory]:
         """Every decision that touched this fact or the chain it belongs to."""
-        chain = {fact_id}
-        for f in self.list(user_id, include_inactive=True):
-            if f.supersedes == fact_id:
-                chain.add(f.fact_id)
-            if f.fact_id == fact_id and f.supersedes:
-                chain.add(f.supersedes)
+        links = [(f.fact_id, f.supersedes) for f in self.list(user_id, include_inactive=True)]
+        chain, grew = {fact_id}, True
+        while grew:  # every fact it replaced and every one that replaced it, transitively
+            grew = False
+            for new, old in links:
+                if old and (new in chain) != (old in chain):
+                    chain |= {new, old}
+                    grew = True
         rows = (
             self.history_table.search()
             .where(filters.user_in(user_id, "fact_id", sorted(chain)))

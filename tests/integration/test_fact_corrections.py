@@ -184,6 +184,13 @@ def test_forgetting_a_reworded_fact_takes_the_wordings_it_replaced(tmp_path: Pat
     assert (paris.status, lyon.supersedes) == ("superseded", paris.fact_id)
     typo = memory.reword_fact("u", lyon.fact_id, "User lives in Lyoon")
     fixed = memory.reword_fact("u", typo.fact_id, "User lives in Lyon, France")
+    # the newest wording's history is the whole chain: the rule's first ADD of
+    # Paris, the move's UPDATE, and both rewordings
+    events = [
+        (h.event, h.decided_by.split(":")[0]) for h in memory.fact_history("u", fixed.fact_id)
+    ]
+    assert events[0][0] == "ADD" and events.count(("UPDATE", "user-correction")) == 2
+    assert len(events) == len(memory.fact_history("u", paris.fact_id)) >= 4
     receipt = memory.forget("u", fact=fixed.fact_id)
     assert receipt.counts["facts"] == 3
     left = memory.facts("u", include_inactive=True)
