@@ -20,7 +20,8 @@ and every history row that names them; facts that superseded it stop
 pointing at it; reflections citing it go.
 
 Every forget appends an audit row (no content) and returns it as a receipt;
-a repeated forget is a no-op with the same receipt shape.
+a repeated forget of a user, turn or episode is a no-op with the same
+receipt shape (a fact forgotten is not found again).
 """
 
 from __future__ import annotations
@@ -121,7 +122,10 @@ def forget_turns(
 ) -> dict[str, Any]:
     """Tombstone the turns, re-derive their episodes (see the module docstring)."""
     store = rt.store
-    counts: Counter[str] = Counter()
+    # every key on every receipt: a repeat is a no-op of the same shape
+    keys = ("raw_turns", "segmenter_state", "turn_vectors", "episodes", "facts",
+            "fact_history", "reflections", "llm_cache")  # fmt: skip
+    counts: Counter[str] = Counter(dict.fromkeys(keys, 0))
     with user_lease(store.uri, user_id, wait_s=wait_s):
         turns = rt.raw.by_ids(user_id, list(turn_ids))
         ids = [t.turn_id for t in turns if t.text != TOMBSTONE]
@@ -144,7 +148,7 @@ def forget_turns(
             cond = filters.sql(filters.user(user_id) & filters.within("stream_id", streams))
             counts[TURN_DOCS] = int(tbl.count_rows(cond))
             tbl.delete(cond)
-        for e in _episodes_holding(rt, user_id, [t.turn_id for t in turns]):
+        for e in _episodes_holding(rt, user_id, ids):  # none again on a repeat
             counts["episodes"] += _rederive(rt, e)
             sole = [f.fact_id for f in rt.facts.list(user_id, include_inactive=True)
                     if f.source_episode_ids == [e.episode_id]]  # fmt: skip
