@@ -469,6 +469,8 @@ class Memory(Closing):
         holding the user is waited for up to CORRECTION_WAIT_S, then BusyError."""
         from episodic.service import forget as f
 
+        if not user_id.strip():
+            raise ValueError("the user id to forget is empty")
         asked = forget_target(turn=turn, episode=episode, fact=fact)
         rt, wait = self.rt, CORRECTION_WAIT_S
         self.settle(user_id)  # acknowledged turns are stored, and their journal gone, first

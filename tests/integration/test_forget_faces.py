@@ -168,6 +168,9 @@ def test_cli_forget_asks_then_prints_the_receipt(
     for target in ("turn", "episode", "fact"):
         with pytest.raises(ValueError, match="empty"):
             memory.forget("alice", **{target: " "})
+    assert refused("forget", "--user", " ", "--yes", code=2).endswith("user id to forget is empty")
+    with pytest.raises(ValueError, match="empty"):
+        memory.forget("")
     with Client("http://127.0.0.1:9", key="not sent: refused before") as c:
         with pytest.raises(ValueError, match="empty"):
             c.forget("alice", fact="")

@@ -43,6 +43,8 @@ def forget(
     user goes, API keys included. Forgetting again is a no-op with the same
     receipt shape."""
     try:
+        if not user.strip():
+            raise ValueError("the user id to forget is empty")
         asked = forget_target(turn=turn, episode=episode, fact=fact)
     except ValueError as e:
         fail(ExitCode.USAGE, str(e))
