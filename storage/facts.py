@@ -291,7 +291,7 @@ class Facts:
             done = self.by_ids(user_id, [new_id])
             if done and done[0].supersedes == fact_id:
                 return done[0]
-            raise ValueError(f"fact {fact_id} is {fact.status}: only an active fact is reworded")
+            raise ValueError(self._not_open(user_id, fact, "reword"))
         if text == fact.text:
             return fact
         new = fact.model_copy(
@@ -334,6 +334,21 @@ class Facts:
         (new,) = self.by_ids(user_id, [new_id])
         return new
 
+    def _not_open(self, user_id: str, fact: Fact, verb: str) -> str:
+        """Why `verb` is refused for a fact no longer believed, and what to do."""
+        if fact.status == "deleted":
+            return f"fact {fact.fact_id} is deleted: restore it first, then {verb} it"
+        successor = {f.supersedes: f for f in self.list(user_id, include_inactive=True)}
+        now, seen = fact, {fact.fact_id}
+        while (nxt := successor.get(now.fact_id)) is not None and nxt.fact_id not in seen:
+            now, seen = nxt, seen | {nxt.fact_id}
+        by = (
+            f"fact {now.fact_id} ({now.text!r}, {now.status})"
+            if now is not fact
+            else "a newer fact"
+        )
+        return f"fact {fact.fact_id} is superseded: {by} replaced it; correct that one"
+
     def correct(self, user_id: str, fact_id: str, *, active: bool, actor: str) -> Fact:
         """A person's correction of one fact: an active one closed now
         (DELETE) or a deleted one opened again (ADD), with a history row
@@ -344,9 +359,7 @@ class Facts:
         if fact.status == ("active" if active else "deleted"):
             return fact  # already so: no new history
         if fact.status == "superseded":
-            raise ValueError(
-                f"fact {fact_id} is superseded: a newer fact replaced it; correct that one"
-            )
+            raise ValueError(self._not_open(user_id, fact, "restore" if active else "invalidate"))
         status: FactStatus = "active" if active else "deleted"
         self.store.update_columns(
             "facts",

@@ -61,7 +61,7 @@ def test_reword_a_fact_recorded_wrong(tmp_path: Path) -> None:
     assert len(memory.fact_history("u", old.fact_id)) == n
     with pytest.raises(ValueError, match="empty"):
         memory.reword_fact("u", new.fact_id, " \n ")
-    with pytest.raises(ValueError, match="superseded"):
+    with pytest.raises(ValueError, match=f"superseded: fact {new.fact_id} .*replaced it"):
         memory.reword_fact("u", old.fact_id, "User lives in Nice")
     assert memory.reword_fact("u", new.fact_id, new.text) == new  # unchanged: no new row
     assert len(memory.facts("u", include_inactive=True)) == 2
