@@ -57,13 +57,9 @@ def as_json(out: str) -> Any:
     return json.loads(out[start:])
 
 
-def listing(run: Any, args: list[str], known: bool) -> Any:
-    """A user-scoped read as JSON; an unknown user exits 1 with one line."""
-    out = run(args, ok=(0,) if known else (1,))
-    if known:
-        return as_json(out)
-    assert "no user" in out
-    return []
+def listing(run: Any, args: list[str]) -> Any:
+    """A user-scoped read as JSON (every user here sent input: each is known)."""
+    return as_json(run(args))
 
 
 def foreign(rt: Any, me: str) -> set[str]:
@@ -137,10 +133,12 @@ def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         run(["ingest", str(files[u][1]), "--user", u, "--json"], ok=(0, 1))
         summary = flow("consolidate", user=u, flush=True)
         assert summary["users"] == ([u] if len(u) <= 512 else [])
-        known = len(u) <= 512  # a longer id is refused at ingest: an unknown user
-        eps = listing(run, ["episodes", "--user", u, "--json"], known)
-        facts = listing(run, ["facts", "--user", u, "--all", "--json"], known)
-        if known:
+        # a longer id is refused at ingest: no turns, only its input quarantined,
+        # which makes it a user whose memory is empty (`episodic rejected` lists it)
+        stored = len(u) <= 512
+        eps = listing(run, ["episodes", "--user", u, "--json"])
+        facts = listing(run, ["facts", "--user", u, "--all", "--json"])
+        if stored:
             assert eps and facts, f"{u[:30]!r} should have episodes and facts"
         for f in facts[:3]:
             hist = as_json(run(["history", f["fact_id"], "--user", u, "--json"]))
@@ -152,9 +150,9 @@ def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         for f in rt.facts.list(other, include_inactive=True)[:2]:
             actor.commands += 1
             code, out = invoke(["history", f.fact_id, "--user", u, "--json"])
-            assert code == 1 and ("no fact" if known else "no user") in out, out
+            assert code == 1 and "no fact" in out, out
             assert f.text not in out
-        hits = listing(run, ["search", probe, "--user", u, "--json", "-k", "50"], known)
+        hits = listing(run, ["search", probe, "--user", u, "--json", "-k", "50"])
         mine = (
             {e.episode_id for e in rt.episodes.list(u)}
             | {f.fact_id for f in rt.facts.list(u, include_inactive=True)}
@@ -168,14 +166,15 @@ def test_no_path_crosses_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         assert {h["item_id"] for h in hits} <= mine
         assert {t["turn_id"] for h in hits for t in h["turns"]} <= mine
         flow("reflect", user=u, force=True)
-        status = listing(run, ["status", "--user", u, "--json"], known)
+        status = listing(run, ["status", "--user", u, "--json"])
         assert all(s["user_id"] == u for s in status)
-        if known:
+        if stored:
             png = str(tmp_path / f"plot{i}.png")
             drawn = as_json(run(["plot", "--user", u, "--out", png, "--json"]))
             assert drawn["turns"] == rt.raw.count(u) and drawn["path"] == png
         else:
-            listing(run, ["plot", "--user", u], known)  # an unknown user: no picture
+            said = run(["plot", "--user", u], ok=(2,))  # no turns, no picture
+            assert said.startswith("error: user ") and said.count("\n") == 1
         if u in MAINTAIN_AS:
             flow("maintain", user=u)
 

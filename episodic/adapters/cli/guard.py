@@ -21,9 +21,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 
-import click
 import typer
+from typer import Abort, Exit
 from typer.core import TyperCommand, TyperGroup
+
+try:  # typer 0.2x carries its own click
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # pragma: no cover - an older typer on click itself
+    from click.exceptions import ClickException, UsageError  # type: ignore[assignment]
 
 from episodic.errors import ConfigError, ExitCode, NotFoundError, storage_errno
 
@@ -59,7 +64,7 @@ def guarded() -> Iterator[None]:
 
     try:
         yield
-    except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+    except (Exit, Abort, ClickException):
         raise  # click's own: their code and message already chosen
     except NotFoundError as e:
         fail(ExitCode.REJECTED, str(e))
@@ -83,6 +88,26 @@ class GuardedGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         with guarded():
             return super().invoke(ctx)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """A usage error (a bad option value, an unknown option) as one
+        `error:` line and exit 2, like every other refusal, not click's box."""
+        if kwargs.get("standalone_mode", True) is False:
+            return super().main(*args, **kwargs)
+        try:
+            code = super().main(*args, **{**kwargs, "standalone_mode": False})
+        except UsageError as e:
+            if not e.format_message():  # a group called bare: its help is the answer
+                raise SystemExit(int(ExitCode.USAGE)) from None
+            where = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""
+            fail(ExitCode.USAGE, e.format_message() + where)
+        except Abort:
+            sys.stderr.write("aborted\n")
+            raise SystemExit(1) from None
+        except ClickException as e:
+            e.show()
+            raise SystemExit(e.exit_code) from None
+        raise SystemExit(code if isinstance(code, int) else 0)
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _bare_flags(super().get_params(ctx))
