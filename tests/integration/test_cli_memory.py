@@ -72,6 +72,20 @@ def test_an_unknown_user_is_refused_alike_by_every_user_scoped_command(
     assert cli("status", "--user", "u1", "--json")[0]["user_id"] == "u1"
 
 
+def test_a_bad_option_value_is_one_error_line(home: Memory) -> None:
+    """Click's usage errors (a value of the wrong type, an unknown option or
+    command) say so as every refusal does: exit 2, one `error:` line naming
+    the option and where its help is, nothing on stdout."""
+    for args, said in (
+        (["facts", "--user", "u1", "--as-of", "notadate"], "Invalid value for '--as-of'"),
+        (["search", "deploy", "--user", "u1", "-k", "abc"], "Invalid value for '-k'"),
+        (["episodes", "--user", "u1", "--colour"], "No such option: --colour"),
+        (["nosuch"], "No such command 'nosuch'"),
+    ):
+        line = refused(*args, code=2)
+        assert said in line and line.endswith("--help`)"), (args, line)
+
+
 def test_episode_takes_the_short_ids_episodes_and_search_print(home: Memory) -> None:
     listed = cli("episodes", "--user", "u1", "--json")
     assert listed == [e.as_json() for e in home.episodes("u1")]  # the service's view
