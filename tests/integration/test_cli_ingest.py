@@ -183,3 +183,14 @@ def test_rejected_input_is_listed_under_the_user_it_was_sent_for(
     listed = json.loads(CliRunner().invoke(app, ["rejected", "--user", "bob", "--json"]).stdout)
     assert {r["stream_id"] for r in listed} == {"b1", "named"}
     assert "line 1: missing field: role" in {r["reason"] for r in listed}
+
+
+def test_a_blank_user_or_stream_is_a_usage_error(rt: Runtime, tmp_path: Path) -> None:
+    """`--user ""` (an unset variable) is a bad argument: exit 2 and nothing
+    written, not every line quarantined under "default"."""
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(0) + "\n", encoding="utf-8")
+    for option in ("--user", "--stream"):
+        res = CliRunner().invoke(app, ["ingest", str(path), option, "  ", "--json"])
+        assert res.exit_code == 2 and f"{option} is blank" in res.stderr, res.output
+    assert rt.raw.count() == 0 and rt.raw.rejected() == []

@@ -75,6 +75,9 @@ def ingest(
 
     from episodic.errors import IngestError
 
+    for option, value in (("--user", user), ("--stream", stream)):
+        if value is not None and not value.strip():
+            fail(ExitCode.USAGE, f"{option} is blank: give an id, or leave it out")
     m = memory()
     try:
         if as_json:
