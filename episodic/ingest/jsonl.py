@@ -46,7 +46,7 @@ def record(
         why = f"expected a JSON object, got {type(obj).__name__}"
         return ctx.reject(line_no, raw, why, label=label)
 
-    def refuse(why: str) -> Rejected:
+    def held_back(why: str) -> Rejected:
         # quarantined under the user and stream the record names, as a turn of it
         # would be stored (the caller's --user, or an API key's user, first)
         uid, bad = ctx.resolve_id("user_id", ctx.opts.user_id, obj.get("user_id"), "default")
@@ -54,15 +54,15 @@ def record(
         return ctx.reject(line_no, raw, why, "" if bad else uid, "" if bad_s else sid, label=label)
 
     if "role" not in obj:
-        return refuse("missing field: role")
+        return held_back("missing field: role")
     meta = obj.get("meta")
     if meta is not None and not isinstance(meta, dict):
-        return refuse(f"meta must be an object, got {type(meta).__name__}")
+        return held_back(f"meta must be an object, got {type(meta).__name__}")
     native = obj.get("id")
     if isinstance(native, int) and not isinstance(native, bool):
         native = str(native)  # a numeric message id names the record as well
     if native is not None and not (isinstance(native, str) and 0 < len(native.strip()) <= 512):
-        return refuse("id must be a non-blank string of at most 512 chars")
+        return held_back("id must be a non-blank string of at most 512 chars")
     text = obj.get("text", obj.get("content"))
     ts = obj.get("ts", obj.get("timestamp"))
     if position is None:

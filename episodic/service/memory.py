@@ -334,7 +334,9 @@ class Memory(Closing):
     ) -> list[Hit]:
         """The shipped search: hybrid hits on turns (with their neighbours),
         facts and reflections, best first, every part of each score shown.
-        A bad `k` or kind raises ValueError."""
+        A bad `k` or kind, or an empty query, raises ValueError."""
+        if not query.strip():
+            raise ValueError("the query is empty")
         opts = MemoryOptions(
             k=k,
             kinds=tuple(kinds),

@@ -90,6 +90,8 @@ class MemoryOptions:
             raise ValueError(f"k must be at least 1, got {self.k}")
         if self.pool < 1:
             raise ValueError(f"pool must be at least 1, got {self.pool}")
+        if not self.kinds:
+            raise ValueError(f"no kind asked for; choose from {', '.join(HIT_KINDS)}")
         for kind in self.kinds:
             if kind not in HIT_KINDS:
                 raise ValueError(f"unknown kind {kind!r}; choose from {', '.join(HIT_KINDS)}")

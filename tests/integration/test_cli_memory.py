@@ -16,7 +16,7 @@ import pytest
 
 from episodic.adapters.embedded import Memory
 from episodic.service.segment import poll_stream
-from tests.integration.api_support import run_cli
+from tests.integration.api_support import api_client, new_key, run_cli
 from tests.integration.cli_support import cli, cli_home, refused
 from tests.integration.helpers import synthetic_stream, write_jsonl
 
@@ -84,6 +84,16 @@ def test_a_bad_option_value_is_one_error_line(home: Memory) -> None:
     ):
         line = refused(*args, code=2)
         assert said in line and line.endswith("--help`)"), (args, line)
+    # an empty query or no kind: refused alike here, in Python and over HTTP
+    assert refused("search", " ", "--user", "u1", code=2) == "error: the query is empty"
+    line = refused("search", "deploy", "--user", "u1", "--kinds", ",", code=2)
+    assert line.startswith("error: no kind asked for")
+    with pytest.raises(ValueError, match="query is empty"):
+        home.search("u1", "  ")
+    with api_client(home, new_key(home, "u1")) as c:
+        for params in ({"q": " "}, {"q": "deploy", "kinds": ""}):
+            r = c.get("/v1/search", params=params)
+            assert r.status_code == 400, (params, r.text)
 
 
 def test_episode_takes_the_short_ids_episodes_and_search_print(home: Memory) -> None:

@@ -244,6 +244,8 @@ def search(
     from episodic.service.search import MemoryOptions
 
     try:  # a bad option is a usage error whether or not the user exists
+        if not query.strip():
+            raise ValueError("the query is empty")
         opts = MemoryOptions(
             k=k,
             kinds=tuple(x.strip() for x in kinds.split(",") if x.strip()),
