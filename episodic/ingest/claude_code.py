@@ -95,23 +95,33 @@ def _native_id(entry: dict[str, Any], position: str) -> str | None:
 def _message(
     ctx: Context, line_no: int, raw: bytes, entry: dict[str, Any]
 ) -> Iterator[TurnIn | Rejected]:
+    session = entry.get("sessionId")
+    # refused lines are kept under the session's stream, as its turns would be
+    stream = session if isinstance(session, str) and session.strip() else ""
+
+    def held_back(why: str) -> Rejected:
+        return ctx.reject(line_no, raw, why, stream_id=stream)
+
     message = entry.get("message")
+    if message is None:
+        yield held_back("missing field: message")
+        return
     if not isinstance(message, dict):
-        yield ctx.reject(line_no, raw, "missing field: message")
+        yield held_back(f"message must be an object, got {type(message).__name__}")
         return
     role = message.get("role", entry["type"])
     if not isinstance(role, str):
-        yield ctx.reject(line_no, raw, f"role must be a string, got {type(role).__name__}")
+        yield held_back(f"role must be a string, got {type(role).__name__}")
         return
     parts = blocks_to_parts(role, message.get("content"))
     if parts.error:
-        yield ctx.reject(line_no, raw, parts.error)
+        yield held_back(parts.error)
         return
     if not parts.parts:
         if parts.dropped:
             ctx.stats.skipped_other += 1  # thinking only
         else:
-            yield ctx.reject(line_no, raw, "message has no content")
+            yield held_back("message has no content")
         return
     base: dict[str, Any] = {}
     if isinstance(entry.get("uuid"), str):

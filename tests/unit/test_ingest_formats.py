@@ -186,9 +186,21 @@ def test_claude_code_session() -> None:
     assert stats.skipped_other == 2  # isMeta caveat, file-history-snapshot
     assert [(r.line_no, r.reason) for r in rejected] == [
         (15, "line 15: timestamp 'not a time' is not ISO 8601"),
-        (16, "line 16: missing field: message"),
+        (16, "line 16: message must be an object, got str"),
     ]
     assert stats.turns + stats.rejected + stats.skipped == 16 + 1  # 16 lines, one holds two turns
+    assert {r.stream_id for r in rejected} == {"sess-42"}  # kept under the session's stream
+
+
+def test_a_claude_code_message_not_an_object_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    entry = {"type": "user", "uuid": "u-1", "sessionId": "sess-9", "message": "oops",
+             "timestamp": "2025-03-01T10:00:00Z"}  # fmt: skip
+    path.write_text(json.dumps(entry) + "\n", encoding="utf-8")
+    _, rejected = split(list(parse_file(path, "claude-code")))
+    assert [(r.reason, r.stream_id) for r in rejected] == [
+        ("line 1: message must be an object, got str", "sess-9")
+    ]
 
 
 def test_locomo_fixture() -> None:
