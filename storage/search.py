@@ -110,7 +110,10 @@ class TextIndex:
             ),
         )
         if self._tbl is None:
-            self._tbl = self.store.db.create_table(self.name, data=data, mode="overwrite")
+            # "overwrite" of a table not there yet makes lance warn on stderr
+            there = self.name in self.store.db.list_tables().tables
+            mode = "overwrite" if there else "create"
+            self._tbl = self.store.db.create_table(self.name, data=data, mode=mode)
         else:
             self._tbl.add(data)
         self._tbl.create_index("text", config=FTS(), replace=True)
