@@ -349,6 +349,22 @@ class Facts:
         )
         return f"fact {fact.fact_id} is superseded: {by} replaced it; correct that one"
 
+    def reopen(self, user_id: str, fact_id: str, decided_by: str) -> None:
+        """A superseded fact believed again, its successor gone (a forget
+        erased it): active from its own start, an ADD by `decided_by`."""
+        now = now_utc()
+        (fact,) = self.by_ids(user_id, [fact_id])
+        self.store.update_columns(
+            "facts",
+            [{"fact_id": fact_id, "status": "active", "valid_to": None, "expired_at": None}],
+        )
+        row = FactHistory(
+            history_id=stable_id("reopened", user_id, fact_id, now.isoformat()),
+            user_id=user_id, fact_id=fact_id, event="ADD", old_text=None,
+            new_text=fact.text, episode_id="", decided_by=decided_by, at=now,
+        )  # fmt: skip
+        self.store.insert_new("fact_history", [to_row(row, self.store.dim)])
+
     def correct(self, user_id: str, fact_id: str, *, active: bool, actor: str) -> Fact:
         """A person's correction of one fact: an active one closed now
         (DELETE) or a deleted one opened again (ADD), with a history row

@@ -16,8 +16,12 @@ it is re-derived from what is left (text, centroid; its salience, summary
 and facts by the next consolidation), the facts whose only source was that
 episode are removed with their history, and the reflections citing it are
 removed. A fact: its row, the wordings a person reworded into it,
-and every history row that names them; facts that superseded it stop
-pointing at it; reflections citing it go.
+and every history row that names them; reflections citing it go.
+
+Either way the supersession chains close over what is erased: a kept fact
+that superseded an erased one now supersedes the nearest kept fact before
+it, and the value an erased believed fact had replaced is believed again
+(an ADD by `forget`) until a consolidation finds the change anew.
 
 Every forget appends an audit row (no content) and returns it as a receipt;
 a repeated forget of a user, turn or episode is a no-op with the same
@@ -227,6 +231,7 @@ def _erase_facts(rt: Runtime, user_id: str, fact_ids: list[str]) -> dict[str, in
     store = rt.store
     if not fact_ids:
         return {"facts": 0, "fact_history": 0}
+    splices, reopen = _chains_after(rt, user_id, fact_ids)
     facts = store.db.open_table("facts")
     cond = filters.sql(filters.user_in(user_id, "fact_id", fact_ids))
     n_facts = int(facts.count_rows(cond))
@@ -237,11 +242,42 @@ def _erase_facts(rt: Runtime, user_id: str, fact_ids: list[str]) -> dict[str, in
         hcond = filters.sql(filters.user_in(user_id, column, fact_ids))
         n_hist += int(hist.count_rows(hcond))
         hist.delete(hcond)
-    successors = [f.fact_id for f in rt.facts.list(user_id, include_inactive=True)
-                  if f.supersedes in set(fact_ids)]  # fmt: skip
-    if successors:
-        store.update_columns("facts", [{"fact_id": f, "supersedes": None} for f in successors])
+    if splices:
+        store.update_columns("facts", splices)
+    for fact_id in reopen:
+        rt.facts.reopen(user_id, fact_id, "forget")
     return {"facts": n_facts, "fact_history": n_hist}
+
+
+def _chains_after(
+    rt: Runtime, user_id: str, fact_ids: list[str]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """How the supersession chains close over the erased facts: a kept
+    successor now supersedes the nearest kept predecessor (or none); a kept
+    predecessor of an erased fact that was believed is believed again (the
+    change it recorded is forgotten; a consolidation that finds the change in
+    what is left supersedes it anew)."""
+    by_id = {f.fact_id: f for f in rt.facts.list(user_id, include_inactive=True)}
+    gone = set(fact_ids)
+    splices: list[dict[str, Any]] = []
+    reopen: list[str] = []
+    for f in by_id.values():
+        if f.fact_id in gone or f.supersedes not in gone:
+            continue  # a kept fact whose predecessor stays
+        before: str | None = f.supersedes
+        while before in gone:
+            before = by_id[before].supersedes if before in by_id else None
+        splices.append({"fact_id": f.fact_id, "supersedes": before})
+    for fid in fact_ids:
+        x = by_id.get(fid)
+        if x is None or x.status != "active" or x.supersedes is None:
+            continue
+        before = x.supersedes  # an active fact has no successor of its own
+        while before in gone:
+            before = by_id[before].supersedes if before in by_id else None
+        if before in by_id and by_id[before].status == "superseded":
+            reopen.append(before)
+    return splices, reopen
 
 
 def _erase_reflections(

@@ -173,3 +173,32 @@ def test_forgetting_the_newest_turn_takes_it_from_the_saved_detector(tmp_path: P
     memory.add("u", [{**t, "ts": t["ts"].replace("2025-03", "2025-04")} for t in more])
     summary = memory.consolidate("u", flush=True)
     assert summary["turns_processed"] == len(more) and memory.doctor("u").ok
+
+
+def test_forgetting_a_turn_keeps_what_changed_in_the_turns_left(tmp_path: Path) -> None:
+    """The fact of a move came from an episode one of whose turns is
+    forgotten: it is erased with that episode's facts, the value it had
+    replaced is believed again, and the next consolidation finds the move in
+    the turns left and supersedes it anew, so the chain holds (it was left
+    superseded by nothing, and turns naming the old city read as stale)."""
+    memory = _memory(tmp_path / "home")
+    said = lambda text, ts: {"role": "user", "text": text, "ts": ts, "stream_id": "chat"}  # noqa: E731
+    memory.add("u", [said("I live in Paris.", "2025-03-01T09:00:00Z")])
+    memory.consolidate("u", flush=True)
+    memory.add("u", [said("I moved to Berlin over the weekend.", "2025-03-09T09:00:00Z"),
+                     said("My dog Rex died last week.", "2025-03-09T09:01:00Z")])  # fmt: skip
+    memory.consolidate("u", flush=True)
+    (paris,) = [f for f in memory.facts("u", include_inactive=True) if "Paris" in f.text]
+    (berlin,) = [f for f in memory.facts("u") if "Berlin" in f.text]
+    assert (paris.status, berlin.supersedes) == ("superseded", paris.fact_id)
+    rex = memory.add("u", [said("My dog Rex died last week.", "2025-03-09T09:01:00Z")])
+
+    memory.forget("u", turn=rex.turn_ids[0])
+
+    assert [f.fact_id for f in memory.facts("u")] == [paris.fact_id]  # believed again
+    assert memory.doctor("u").ok
+    memory.consolidate("u")
+    (now,) = [f for f in memory.facts("u") if "Berlin" in f.text]
+    assert now.supersedes == paris.fact_id and memory.doctor("u").ok
+    assert not [f for f in memory.facts("u", include_inactive=True) if "Rex" in f.text]
+    assert [e.event for e in memory.fact_history("u", now.fact_id)][-1] == "UPDATE"
