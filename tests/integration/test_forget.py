@@ -182,7 +182,10 @@ def test_forgetting_a_turn_keeps_what_changed_in_the_turns_left(tmp_path: Path) 
     the turns left and supersedes it anew, so the chain holds (it was left
     superseded by nothing, and turns naming the old city read as stale)."""
     memory = _memory(tmp_path / "home")
-    said = lambda text, ts: {"role": "user", "text": text, "ts": ts, "stream_id": "chat"}  # noqa: E731
+
+    def said(text: str, ts: str) -> dict[str, str]:
+        return {"role": "user", "text": text, "ts": ts, "stream_id": "chat"}
+
     memory.add("u", [said("I live in Paris.", "2025-03-01T09:00:00Z")])
     memory.consolidate("u", flush=True)
     memory.add("u", [said("I moved to Berlin over the weekend.", "2025-03-09T09:00:00Z"),
