@@ -209,17 +209,18 @@ class Store:
         merge = self._merge(name, key).when_matched_update_all()
         return int(merge.execute(self._data(name, rows, cols))["num_updated_rows"])
 
-    def rewrite_columns(self, name: str, rows: Sequence[Mapping[str, Any]]) -> int:
-        """`update_columns` for an erasure: the whole stored rows are written
-        again with the given columns changed. A column-only update leaves the
-        old values in the fragment's first data file, which no compaction
-        rewrites; a whole-row update deletes the old rows, so the next
-        compaction (`storage.forget.purge_versions`) drops them from disk."""
+    def rewrite_columns(self, name: str, user_id: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """`update_columns` for an erasure, of one user's rows: the whole
+        stored rows are written again with the given columns changed. A
+        column-only update leaves the old values in the fragment's first data
+        file, which no compaction rewrites; a whole-row update deletes the old
+        rows, so the next compaction (`storage.forget.purge_versions`) drops
+        them from disk."""
         if not rows:
             return 0
         key = schemas.TABLES[name].key
         change = {str(r[key]): r for r in rows}
-        cond = filters.sql(filters.within(key, list(change)))
+        cond = filters.sql(filters.user_in(user_id, key, list(change)))
         stored = self.table(name).search().where(cond).limit(None).to_arrow().to_pylist()
         whole = [{**r, **change[str(r[key])]} for r in stored]
         self.upsert(name, whole)

@@ -20,8 +20,10 @@ and every history row that names them; reflections citing it go.
 
 Either way the supersession chains close over what is erased: a kept fact
 that superseded an erased one now supersedes the nearest kept fact before
-it, and the value an erased believed fact had replaced is believed again
-(an ADD by `forget`) until a consolidation finds the change anew.
+it. Where a forgotten turn took a believed fact, the value it had replaced
+is believed again (an ADD by `forget`) until the next consolidation finds
+the change in the turns left; a fact forgotten itself believes nothing in
+its place.
 
 Every forget appends an audit row (no content) and returns it as a receipt;
 a repeated forget of a user, turn or episode is a no-op with the same
@@ -91,7 +93,7 @@ def forget_fact(
     store = rt.store
     with user_lease(store.uri, user_id, wait_s=wait_s):
         wordings = _wordings(rt, user_id, fact_id)
-        counts = _erase_facts(rt, user_id, wordings)
+        counts = _erase_facts(rt, user_id, wordings, rederived=False)
         counts["reflections"] = _erase_reflections(rt, user_id, facts=wordings)
         counts["llm_cache"] = _drop_cached(rt, user_id)
         purge_versions(store, [n for n, c in counts.items() if c])
@@ -135,7 +137,7 @@ def forget_turns(
         ids = [t.turn_id for t in turns if t.text != TOMBSTONE]
         if ids:
             store.rewrite_columns(
-                "raw_turns", [{"turn_id": i, "text": TOMBSTONE, "meta": "{}"} for i in ids]
+                "raw_turns", user_id, [{"turn_id": i, "text": TOMBSTONE, "meta": "{}"} for i in ids]
             )
         counts["raw_turns"] = len(ids)
         counts["segmenter_state"] = _scrub_detectors(rt, [t for t in turns if t.turn_id in ids])
@@ -156,7 +158,7 @@ def forget_turns(
             counts["episodes"] += _rederive(rt, e)
             sole = [f.fact_id for f in rt.facts.list(user_id, include_inactive=True)
                     if f.source_episode_ids == [e.episode_id]]  # fmt: skip
-            counts.update(_erase_facts(rt, user_id, sole))
+            counts.update(_erase_facts(rt, user_id, sole, rederived=True))
             counts["reflections"] += _erase_reflections(
                 rt, user_id, episodes=[e.episode_id], facts=sole
             )
@@ -172,7 +174,7 @@ def _scrub_detectors(rt: Runtime, turns: Sequence[Turn]) -> int:
     by_stream: dict[tuple[str, str], list[Turn]] = {}
     for t in turns:
         by_stream.setdefault((t.user_id, t.stream_id), []).append(t)
-    rows = []
+    rows: list[tuple[str, dict[str, Any]]] = []
     for (user_id, stream_id), held in by_stream.items():
         cp = rt.checkpoints.load(user_id, stream_id)
         if not cp.detector:
@@ -180,8 +182,8 @@ def _scrub_detectors(rt: Runtime, turns: Sequence[Turn]) -> int:
         seqs, ids = [t.seq for t in held], [t.turn_id for t in held]
         new = scrub(cp.detector, seqs, ids, TOMBSTONE)
         if new is not None:
-            rows.append({"key": cp.key, "detector": new})
-    return rt.store.rewrite_columns("segmenter_state", rows)
+            rows.append((user_id, {"key": cp.key, "detector": new}))
+    return sum(rt.store.rewrite_columns("segmenter_state", u, [r]) for u, r in rows)
 
 
 def forget_episode(
@@ -211,6 +213,7 @@ def _rederive(rt: Runtime, e: Episode) -> int:
     centroid = [float(x) for x in vec] if vec is not None else [0.0] * rt.store.dim
     rt.store.rewrite_columns(
         "episodes",
+        e.user_id,
         [
             {
                 "episode_id": e.episode_id,
@@ -227,11 +230,18 @@ def _rederive(rt: Runtime, e: Episode) -> int:
     return 1
 
 
-def _erase_facts(rt: Runtime, user_id: str, fact_ids: list[str]) -> dict[str, int]:
+def _erase_facts(
+    rt: Runtime, user_id: str, fact_ids: list[str], *, rederived: bool
+) -> dict[str, int]:
+    """Erase the facts and their history rows; close the chains over them.
+    `rederived`: their episodes are mined again (a forgotten turn), so the
+    value an erased believed fact had replaced is believed until then; a
+    person's forget of the fact itself believes nothing in its place."""
     store = rt.store
     if not fact_ids:
         return {"facts": 0, "fact_history": 0}
     splices, reopen = _chains_after(rt, user_id, fact_ids)
+    reopen = reopen if rederived else []
     facts = store.db.open_table("facts")
     cond = filters.sql(filters.user_in(user_id, "fact_id", fact_ids))
     n_facts = int(facts.count_rows(cond))

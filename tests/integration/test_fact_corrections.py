@@ -195,5 +195,6 @@ def test_forgetting_a_reworded_fact_takes_the_wordings_it_replaced(tmp_path: Pat
     assert receipt.counts["facts"] == 3
     left = memory.facts("u", include_inactive=True)
     assert [f.fact_id for f in left] == [paris.fact_id]
+    assert left[0].status == "superseded" and memory.facts("u") == []  # Paris not believed
     assert not [h for h in memory.fact_history("u", paris.fact_id) if "Lyo" in (h.new_text or "")]
     assert memory.doctor("u").ok
