@@ -159,14 +159,17 @@ class Facts:
 
     def history(self, user_id: str, fact_id: str) -> builtins.list[FactHistory]:
         """Every decision that touched this fact or the chain it belongs to."""
-        links = [(f.fact_id, f.supersedes) for f in self.list(user_id, include_inactive=True)]
-        chain, grew = {fact_id}, True
-        while grew:  # every fact it replaced and every one that replaced it, transitively
-            grew = False
-            for new, old in links:
-                if old and (new in chain) != (old in chain):
-                    chain |= {new, old}
-                    grew = True
+        near: dict[str, set[str]] = {}  # a fact -> the ones it replaced or that replaced it
+        for f in self.list(user_id, include_inactive=True):
+            if f.supersedes:
+                near.setdefault(f.fact_id, set()).add(f.supersedes)
+                near.setdefault(f.supersedes, set()).add(f.fact_id)
+        chain, todo = {fact_id}, [fact_id]
+        while todo:  # the whole chain, transitively
+            for other in near.get(todo.pop(), ()):
+                if other not in chain:
+                    chain.add(other)
+                    todo.append(other)
         rows = (
             self.history_table.search()
             .where(filters.user_in(user_id, "fact_id", sorted(chain)))
