@@ -45,7 +45,7 @@ from episodic.service.views import (
     UsageView,
     forget_target,
 )
-from storage.frames import user_exists
+from storage.frames import frame, user_exists
 from storage.journal import journal_dir
 from storage.keys import SCOPES, ApiKey, ApiKeys
 from storage.offsets import Offsets
@@ -490,8 +490,9 @@ class Memory(Closing):
                 ids = [e.episode_id for e in rt.episodes.list(user_id)]
                 full = self._resolve("episode", ident, ids)
                 return ForgetReceipt(**f.forget_episode(rt, user_id, full, actor, wait))
-            if not rt.raw.by_ids(user_id, [ident]):
-                raise NotFoundError("turn", ident, "not stored for this user")
+            if not rt.raw.by_ids(user_id, [ident]):  # a unique prefix will do
+                ids = frame(rt.store, "raw_turns", user_id, ["turn_id"])["turn_id"].to_pylist()
+                ident = self._resolve("turn", ident, ids)
             counts = f.forget_turns(rt, user_id, [ident], "turn", ident, actor, wait)
             return ForgetReceipt(**counts)
         finally:

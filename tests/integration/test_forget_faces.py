@@ -154,7 +154,9 @@ def test_cli_forget_asks_then_prints_the_receipt(
     assert fact.fact_id not in {f.fact_id for f in memory.facts("alice", include_inactive=True)}
     # --json asks nothing; a turn; the receipt is the audit row
     turn = memory.episode("alice", memory.episodes("alice")[0].episode_id).turns[0]
-    got = cli("forget", "--user", "alice", "--turn", turn.turn_id, "--json")
+    shown = invoke("episode", memory.episodes("alice")[0].episode_id, "--user", "alice").stdout
+    assert turn.turn_id[:12] in shown  # the short id a person copies from `episode`
+    got = cli("forget", "--user", "alice", "--turn", turn.turn_id[:12], "--json")
     assert got["kind"] == "turn" and got["actor"] == "cli" and sum(got["counts"].values()) > 0
     assert got["audit_id"] in {a["audit_id"] for a in audit_rows(memory.rt.store)}
     facts_left = len(memory.facts("alice"))

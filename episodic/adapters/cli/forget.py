@@ -25,7 +25,9 @@ WHAT = {
 
 def forget(
     user: str = typer.Option(..., "--user", help="whose memory"),
-    turn: str | None = typer.Option(None, "--turn", help="forget only this turn"),
+    turn: str | None = typer.Option(
+        None, "--turn", help="forget only this turn (a unique id prefix will do)"
+    ),
     episode: str | None = typer.Option(
         None, "--episode", help="forget only this episode (a unique id prefix will do)"
     ),

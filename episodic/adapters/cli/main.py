@@ -293,8 +293,9 @@ def episode(
         f"episode {e.episode_id} ({e.stream_id} {e.first_seq}-{e.last_seq}, {e.reason})",
         markup=False,
     )
-    for t in e.turns:
-        console.print(f"  {t.seq:>6} {t.speaker}: {clip(t.text, 160)}", markup=False)
+    for t in e.turns:  # the turn's short id: `forget --turn` takes it
+        line = f"  {t.seq:>6} {t.turn_id[:12]} {t.speaker}: {clip(t.text, 160)}"
+        console.print(line, markup=False)
 
 
 @app.command()
