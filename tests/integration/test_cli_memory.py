@@ -148,4 +148,5 @@ def test_tables_print_brackets_and_the_hit_seq(
     (ep,) = [e for e in home.episodes("u1") if e.first_seq <= seqs[RUST] <= e.last_seq]
     out = run_cli(tmp_path / "home", "episode", ep.episode_id[:12], "--user", "u1")
     assert out.returncode == 0, out.stderr
-    assert f"{seqs[RUST]} assistant: {RUST}" in out.stdout  # turn 5 of the stream
+    turn_id = next(t.turn_id for t in home.episode("u1", ep.episode_id).turns if t.text == RUST)
+    assert f"{seqs[RUST]} {turn_id[:12]} assistant: {RUST}" in out.stdout  # turn 5, its short id
