@@ -11,6 +11,7 @@ EpisodicError
 +-- SegmenterStateError    a checkpoint could not be restored
 +-- NotFoundError          no such user, episode or fact for this user
 +-- BusyError              another run held the user past the wait; try again
++-- KeyReusedError         an idempotency key sent again with other turns (a ValueError)
 
 `ExitCode` is the one table of the command line's exit codes.
 """
@@ -122,3 +123,8 @@ class NotFoundError(EpisodicError, LookupError):
 class BusyError(EpisodicError):
     """Another run (a consolidation, a forget) held the user's lease for
     longer than the caller waits: nothing was done; try again later."""
+
+
+class KeyReusedError(EpisodicError, ValueError):
+    """An idempotency key came again with turns other than the first time's:
+    nothing was written (the first answer would hide that these were not)."""

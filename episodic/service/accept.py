@@ -36,6 +36,12 @@ class Draft:
     idempotency: str  # key_hash of the caller's key, or ""
     turns: list[TurnIn]
     rejects: list[Rejected]
+    request: str = ""  # with a key: a fingerprint of what was sent (`request_print`)
+
+    def kept(self, receipt: AddReceipt) -> dict[str, Any]:
+        """The answer as stored for a retry: with the request's fingerprint."""
+        answer = receipt.as_json()
+        return answer | {"request": self.request} if self.request else answer
 
     def receipt(self, accepted: int, duplicates: int) -> AddReceipt:
         """The answer, once its counts are known (whichever writer decides them)."""
@@ -46,6 +52,15 @@ class Draft:
             turn_ids=[t.turn_id for t in self.turns],
             ingest_id=self.ingest_id,
         )
+
+
+def request_print(turns: Sequence[Any]) -> str:
+    """What an add sent, as a fingerprint: one key, one request."""
+    import hashlib
+    import json
+
+    sent = [t.model_dump(mode="json") if hasattr(t, "model_dump") else t for t in turns]
+    return hashlib.sha256(json.dumps(sent, sort_keys=True, default=str).encode()).hexdigest()
 
 
 class GroupWriter:
@@ -83,7 +98,7 @@ class GroupWriter:
                 draft.ingest_id,
                 draft.idempotency,
                 receipt.turn_ids,
-                receipt.as_json(),
+                draft.kept(receipt),
             )
         )
         return receipt

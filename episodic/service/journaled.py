@@ -178,7 +178,7 @@ class JournaledWriter:
                 if t.turn_id not in seen:
                     seen.add(t.turn_id)
                     fresh.append(t)
-            answer = d.receipt(len(fresh), len(d.turns) - len(fresh)).as_json()
+            answer = d.kept(d.receipt(len(fresh), len(d.turns) - len(fresh)))
             entries.append(Entry(_record(d, fresh, answer), fresh, d.rejects))
             answers.append(answer)
         with self._cv:

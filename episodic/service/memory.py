@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from episodic.closing import Closing
 from episodic.config import Settings, load_settings
 from episodic.embed.base import Embedder
-from episodic.errors import ConfigError, NotFoundError
+from episodic.errors import ConfigError, KeyReusedError, NotFoundError
 from episodic.llm.base import LLMProvider
 from episodic.models import utc
 from episodic.retrieval import ScoreWeights
@@ -177,13 +177,21 @@ class Memory(Closing):
         `user_id` and listed with their index and reason."""
         if not idempotency_key:
             return self._add(user_id, turns, source, stream_id, None)
+        from episodic.service.accept import request_print
+
+        sent = request_print([*turns, {"stream_id": stream_id}])
         # concurrent retries with one key: the first commits, the rest wait for its answer
         stripe = int(key_hash(user_id, idempotency_key)[:8], 16) % len(self._key_locks)
         with self._key_locks[stripe]:
             first = self.writer.first_answer(user_id, idempotency_key)
-            if first is not None:
-                return AddReceipt.model_validate(first)
-            return self._add(user_id, turns, source, stream_id, idempotency_key)
+            if first is None:
+                return self._add(user_id, turns, source, stream_id, (idempotency_key, sent))
+        if first.get("request", sent) != sent:  # receipts from before kept no fingerprint
+            raise KeyReusedError(
+                "this Idempotency-Key came before with other turns: nothing was "
+                "written; send new turns under a new key"
+            )
+        return AddReceipt.model_validate(first)
 
     def _add(
         self,
@@ -191,7 +199,7 @@ class Memory(Closing):
         turns: Sequence[Mapping[str, Any] | Any],
         source: str,
         stream_id: str,
-        idempotency_key: str | None,
+        keyed: tuple[str, str] | None,  # the caller's idempotency key, the request's print
     ) -> AddReceipt:
         from episodic.service.accept import Draft, check
 
@@ -207,9 +215,10 @@ class Memory(Closing):
         draft = Draft(
             user_id=user_id,
             ingest_id=Receipts.new_id(),
-            idempotency=key_hash(user_id, idempotency_key) if idempotency_key else "",
+            idempotency=key_hash(user_id, keyed[0]) if keyed else "",
             turns=turns,
             rejects=rejects,
+            request=keyed[1] if keyed else "",
         )
         return writer.commit(draft)
 

@@ -17,6 +17,7 @@ from episodic.adapters.autopilot import Autopilot
 from episodic.adapters.http.app import create_app
 from episodic.adapters.http.limits import BodyLimit
 from episodic.adapters.runners import run_flow
+from episodic.errors import KeyReusedError
 from episodic.service.memory import Memory
 from storage.frames import frame
 from tests.integration.api_support import api_client, new_key
@@ -45,6 +46,12 @@ def test_idempotency_key_and_ingest_status(tmp_path: Path) -> None:
         assert first.status_code == retry.status_code == 200
         assert retry.json() == first.json()  # the first answer, not "2 duplicates"
         assert first.json()["accepted"] == 2
+        # the key again with other turns: refused, nothing written (the first
+        # answer would have hidden that these turns were never stored)
+        reused = c.post(
+            "/v1/turns", json={"turns": _batch("rome")}, headers={"Idempotency-Key": "k1"}
+        )
+        assert reused.status_code == 422 and "other turns" in reused.json()["detail"]
         ingest_id = first.json()["ingest_id"]
         queued = c.get(f"/v1/ingests/{ingest_id}").json()
         assert (queued["state"], queued["turns"], queued["episodes"]) == ("queued", 2, [])
@@ -60,6 +67,8 @@ def test_idempotency_key_and_ingest_status(tmp_path: Path) -> None:
         missing = c.get(f"/v1/ingests/{ingest_id}", headers={"Authorization": f"Bearer {other}"})
         assert missing.status_code == 404
     assert frame(memory.rt.store, "raw_turns", "u").num_rows == 2
+    with pytest.raises(KeyReusedError):  # the same from Python, on a fresh service
+        Memory(memory.rt).add("u", _batch("rome"), idempotency_key="k1")
 
 
 @pytest.mark.parametrize("journal", [False, True])

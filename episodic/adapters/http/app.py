@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from episodic.adapters.autopilot import Autopilot
 from episodic.adapters.http.auth import Reader, Writer
 from episodic.adapters.http.limits import BodyLimit, TimedH11
-from episodic.errors import BusyError, NotFoundError
+from episodic.errors import BusyError, KeyReusedError, NotFoundError
 from episodic.facts.schema import MAX_MERGE_TEXT
 from episodic.service import views
 from episodic.service.memory import Memory
@@ -134,6 +134,11 @@ def create_app(
     async def _missing(_: Request, exc: NotFoundError) -> JSONResponse:
         # the same answer for a missing id and another tenant's: nothing echoed
         return JSONResponse(status_code=404, content={"detail": f"no such {exc.kind}"})
+
+    @app.exception_handler(KeyReusedError)
+    async def _reused(_: Request, exc: KeyReusedError) -> JSONResponse:
+        # the IETF Idempotency-Key draft: a key reused with another payload is a 422
+        return JSONResponse(status_code=422, content={"detail": str(exc)})
 
     @app.exception_handler(BusyError)
     async def _busy(_: Request, exc: BusyError) -> JSONResponse:
