@@ -271,20 +271,20 @@ def _chains_after(
     gone = set(fact_ids)
     splices: list[dict[str, Any]] = []
     reopen: list[str] = []
+
+    def kept_before(fact_id: str | None) -> str | None:
+        while fact_id in gone:
+            fact_id = by_id[fact_id].supersedes if fact_id in by_id else None
+        return fact_id
+
     for f in by_id.values():
-        if f.fact_id in gone or f.supersedes not in gone:
-            continue  # a kept fact whose predecessor stays
-        before: str | None = f.supersedes
-        while before in gone:
-            before = by_id[before].supersedes if before in by_id else None
-        splices.append({"fact_id": f.fact_id, "supersedes": before})
+        if f.fact_id not in gone and f.supersedes in gone:  # its predecessor goes
+            splices.append({"fact_id": f.fact_id, "supersedes": kept_before(f.supersedes)})
     for fid in fact_ids:
         x = by_id.get(fid)
-        if x is None or x.status != "active" or x.supersedes is None:
-            continue
-        before = x.supersedes  # an active fact has no successor of its own
-        while before in gone:
-            before = by_id[before].supersedes if before in by_id else None
+        if x is None or x.status != "active":
+            continue  # an active fact has no successor of its own
+        before = kept_before(x.supersedes)
         if before in by_id and by_id[before].status == "superseded":
             reopen.append(before)
     return splices, reopen
