@@ -53,3 +53,13 @@ def test_long_text_wraps_inside_the_table_when_the_short_columns_fit(
     lines = buf.getvalue().splitlines()
     assert sum("active" in line for line in lines) == 1  # one table row, wrapped
     assert sum(line.count("word") for line in lines) == 40
+
+
+def test_a_title_wider_than_its_table_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    buf = io.StringIO()
+    monkeypatch.setattr(output, "console", Console(file=buf, width=80, color_system=None))
+    title = "forgot fact: 2 rows gone (audit 1aa388aa315fa1a9abf89ff96fa18bac)"
+    output.show(False, None, title, ("table", "rows"), [("facts", "1"), ("fact_history", "1")])
+    lines = buf.getvalue().splitlines()
+    assert lines[0].strip() == title  # not wrapped to the two columns' width
+    assert sum("facts" in line for line in lines) == 1

@@ -58,7 +58,12 @@ def show(
     if cells and not _fits(columns, cells, console.width):
         _records(title, columns, cells)
         return
-    t = Table(title=escape(title))
+    # rich wraps a title to its table's width: a long one goes on a line of its own
+    natural = sum(max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns))
+    inline = len(title) <= natural + 3 * len(columns) + 1
+    if not inline:
+        console.print(title, style="bold", markup=False)
+    t = Table(title=escape(title) if inline else None)
     for col in columns:
         t.add_column(col)
     for row in cells:
