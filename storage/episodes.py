@@ -73,7 +73,7 @@ class Episodes:
         cond = filters.user(user_id) if stream_id is None else filters.stream(user_id, stream_id)
         if where is not None:
             cond = cond & where
-        q = self.table.search().where(cond)
+        q = self.table.search().where(cond.lance)
         if columns is not None:
             q = q.select(list(columns))
         eps = [from_row(Episode, r) for r in q.limit(limit).to_list()]
@@ -85,7 +85,7 @@ class Episodes:
         goes through many episodes learns which ones from this, then reads
         them whole a bounded window at a time."""
         cond = filters.user(user_id) & where
-        return self.table.search().where(cond).select(list(columns)).limit(limit).to_arrow()
+        return self.table.search().where(cond.lance).select(list(columns)).limit(limit).to_arrow()
 
     def by_ids(self, user_id: str, ids: Iterable[str]) -> builtins.list[Episode]:
         rows = self.store.where_in("episodes", "episode_id", ids, user_id=user_id)
@@ -102,7 +102,7 @@ class Episodes:
         user): what an integrity check needs, without vectors or text."""
         q = self.table.search()
         if user_id is not None:
-            q = q.where(filters.user(user_id))
+            q = q.where(filters.user(user_id).lance)
         cols = ["episode_id", "user_id", "stream_id", "first_seq", "last_seq", "turn_ids"]
         return q.select([*cols, "n_turns"]).limit(MAX_ROWS).to_arrow()
 
@@ -111,7 +111,7 @@ class Episodes:
         rows (what `list(user_id, limit=limit)` reads), by stream and first seq:
         four columns, not the rows with their text."""
         cols = ["stream_id", "first_seq", "centroid", "salience_source"]
-        q = self.table.search().where(filters.user(user_id)).select(cols).limit(limit)
+        q = self.table.search().where(filters.user(user_id).lance).select(cols).limit(limit)
         rows = q.to_list()
         rows.sort(key=lambda r: (r["stream_id"], r["first_seq"]))
         return [
@@ -152,7 +152,7 @@ class Episodes:
         cond = filters.eq("salience_source", "") | _facts_to_merge()
         if user_id is not None:
             cond = filters.user(user_id) & cond
-        rows = self.table.search().where(cond).select(["user_id"]).limit(MAX_ROWS).to_arrow()
+        rows = self.table.search().where(cond.lance).select(["user_id"]).limit(MAX_ROWS).to_arrow()
         return sorted(set(rows["user_id"].to_pylist())) if rows.num_rows else []
 
     def users(self) -> builtins.list[str]:
@@ -161,7 +161,7 @@ class Episodes:
 
     def count(self, user_id: str, stream_id: str | None = None) -> int:
         cond = filters.user(user_id) if stream_id is None else filters.stream(user_id, stream_id)
-        return int(self.table.count_rows(filters.sql(cond)))
+        return self.store.count("episodes", cond)
 
     def scored_since(self, user_id: str, after: datetime | None) -> builtins.list[Episode]:
         """The user's scored episodes closed after `after` (all when None),

@@ -81,7 +81,7 @@ class Facts:
         cond = filters.user(user_id)
         if not include_inactive:
             cond = cond & filters.eq("status", "active")
-        rows = self.table.search().where(cond).limit(MAX_ROWS).to_list()
+        rows = self.table.search().where(cond.lance).limit(MAX_ROWS).to_list()
         out = [from_row(Fact, r) for r in rows]
         out.sort(key=lambda f: (f.valid_from, f.created_at, f.fact_id))
         return out
@@ -111,7 +111,7 @@ class Facts:
             rows = (
                 self.table.search(np.asarray(vec, dtype=np.float32), vector_column_name="vector")
                 .distance_type("cosine")
-                .where(cond, prefilter=True)
+                .where(cond.lance, prefilter=True)
                 .limit(k)
                 .to_list()
             )
@@ -121,7 +121,7 @@ class Facts:
             try:
                 rows = (
                     self.table.search(text, query_type="fts")
-                    .where(cond, prefilter=True)
+                    .where(cond.lance, prefilter=True)
                     .limit(k)
                     .to_list()
                 )
@@ -148,7 +148,7 @@ class Facts:
         try:
             rows = (
                 self.table.search(text, query_type="fts")
-                .where(cond, prefilter=True)
+                .where(cond.lance, prefilter=True)
                 .select(["fact_id", "_score"])  # naming _score: no lance deprecation warning
                 .limit(k)
                 .to_list()
@@ -172,13 +172,13 @@ class Facts:
                     todo.append(other)
         rows = (
             self.history_table.search()
-            .where(filters.user_in(user_id, "fact_id", sorted(chain)))
+            .where(filters.user_in(user_id, "fact_id", sorted(chain)).lance)
             .limit(MAX_ROWS)
             .to_list()
         )
         rows += (
             self.history_table.search()
-            .where(filters.user_in(user_id, "new_fact_id", sorted(chain)))
+            .where(filters.user_in(user_id, "new_fact_id", sorted(chain)).lance)
             .limit(MAX_ROWS)
             .to_list()
         )
@@ -188,7 +188,9 @@ class Facts:
         return sorted(seen.values(), key=lambda h: (h.at, h.history_id))
 
     def all_history(self, user_id: str) -> builtins.list[FactHistory]:
-        rows = self.history_table.search().where(filters.user(user_id)).limit(MAX_ROWS).to_list()
+        rows = (
+            self.history_table.search().where(filters.user(user_id).lance).limit(MAX_ROWS).to_list()
+        )
         return sorted((from_row(FactHistory, r) for r in rows), key=lambda h: (h.at, h.history_id))
 
     # ---- writes -------------------------------------------------------

@@ -74,15 +74,8 @@ def present(store: Store) -> list[str]:
 
 def erase_user(store: Store, user_id: str) -> dict[str, int]:
     """Delete every row of `user_id` from every user table; per-table counts."""
-    counts: dict[str, int] = {}
-    cond = filters.sql(filters.user(user_id))
-    for name in present(store):
-        tbl = store.db.open_table(name)
-        n = int(tbl.count_rows(cond))
-        if n:
-            tbl.delete(cond)
-        counts[name] = n
-    return counts
+    cond = filters.user(user_id)
+    return {name: store.delete(name, cond) for name in present(store)}
 
 
 @on_conflict

@@ -24,7 +24,7 @@ def frame(
     """Rows of `table` (of one user when given), `columns` only when given."""
     q = store.table(table).search()
     if user_id is not None:
-        q = q.where(filters.user(user_id))
+        q = q.where(filters.user(user_id).lance)
     if columns is not None:
         q = q.select(list(columns))
     tbl: pa.Table = q.limit(MAX_ROWS).to_arrow()
@@ -33,5 +33,5 @@ def frame(
 
 def user_exists(store: Store, user_id: str) -> bool:
     """True when the user has a row in any table that makes a user known."""
-    cond = filters.sql(filters.user(user_id))
-    return any(store.table(name).count_rows(cond) > 0 for name in KNOWN_BY)
+    cond = filters.user(user_id)
+    return any(store.count(name, cond) > 0 for name in KNOWN_BY)

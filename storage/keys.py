@@ -72,6 +72,7 @@ class ApiKeys:
     within it); a key that fails is never cached."""
 
     def __init__(self, store: Store, ttl: float = 2.0) -> None:
+        self.store = store
         self.table = store.declared(TABLE, schema())
         self.ttl = ttl
         self._cache: dict[str, tuple[float, ApiKey]] = {}
@@ -113,7 +114,7 @@ class ApiKeys:
             hit = self._cache.get(cache_key)
         if hit and now - hit[0] < self.ttl:
             return hit[1]
-        rows = self.table.search().where(filters.eq("key_id", key_id)).limit(2).to_list()
+        rows = self.table.search().where(filters.eq("key_id", key_id).lance).limit(2).to_list()
         if len(rows) != 1:
             return None
         r = rows[0]
@@ -134,7 +135,7 @@ class ApiKeys:
     def list(self, user_id: str | None = None) -> list[ApiKey]:
         q = self.table.search()
         if user_id is not None:
-            q = q.where(filters.user(user_id))
+            q = q.where(filters.user(user_id).lance)
         rows = q.select(["key_id", "user_id", "scopes", "created_at", "revoked_at"])
         out = [self._from_row(r) for r in rows.limit(1_000_000).to_list()]
         return sorted(out, key=lambda k: (k.user_id, k.created_at or now_utc()))
@@ -142,10 +143,10 @@ class ApiKeys:
     def revoke(self, key_id: str) -> bool:
         """True when a live key was revoked; False when unknown or revoked already."""
         cond = filters.eq("key_id", key_id)
-        rows = self.table.search().where(cond).select(["revoked_at"]).limit(2).to_list()
+        rows = self.table.search().where(cond.lance).select(["revoked_at"]).limit(2).to_list()
         if not rows or any(r["revoked_at"] is not None for r in rows):
             return False
-        self.table.update(where=filters.sql(cond), values={"revoked_at": to_naive(now_utc())})
+        self.store.update_where(TABLE, cond, {"revoked_at": to_naive(now_utc())})
         with self._lock:
             self._cache.clear()
         return True

@@ -62,7 +62,7 @@ class Ledger:
     def runs(self, user_id: str, limit: int = 20) -> list[RunUsage]:
         """The user's most recent runs, newest first."""
         rows: list[dict[str, Any]] = (
-            self.table.search().where(filters.user(user_id)).limit(None).to_list()
+            self.table.search().where(filters.user(user_id).lance).limit(None).to_list()
         )
         rows.sort(key=lambda r: r["at"], reverse=True)
         return [

@@ -58,7 +58,7 @@ class Offsets:
         """The stored offset; offset 0, line 1 when none is stored: the whole file again."""
         rows = (
             self.table.search()
-            .where(filters.user(user_id) & filters.eq("key", self.key(user_id, path)))
+            .where((filters.user(user_id) & filters.eq("key", self.key(user_id, path))).lance)
             .limit(2)
             .to_list()
         )
@@ -100,8 +100,8 @@ class Offsets:
     def forget(self, user_id: str, path: str) -> None:
         """Drop the stored offset (tests and `--from-start`)."""
         cond = filters.user(user_id) & filters.eq("key", self.key(user_id, path))
-        self.table.delete(filters.sql(cond))
+        self.table.delete(cond.lance)
 
     def list(self, user_id: str) -> list[Offset]:
-        rows = self.table.search().where(filters.user(user_id)).limit(1_000_000).to_list()
+        rows = self.table.search().where(filters.user(user_id).lance).limit(1_000_000).to_list()
         return [self._offset(r) for r in rows]

@@ -210,7 +210,7 @@ class RawLog:
                 chunk = streams[i : i + STREAMS_PER_CHECK]
                 cond = filters.user_in(u, "stream_id", chunk)
                 expected = sum(heads[(u, s)].n_turns for s in chunk if (u, s) in heads)
-                if int(self.turns.count_rows(filters.sql(cond))) == expected:
+                if self.store.count("raw_turns", cond) == expected:
                     continue
                 for h in self._heads_from_raw(cond).values():
                     old = heads.get((h.user_id, h.stream_id))
@@ -225,7 +225,7 @@ class RawLog:
         """True heads of the streams matching `cond`, from their rows."""
         tbl = (
             self.turns.search()
-            .where(cond)
+            .where(cond.lance)
             .select(["user_id", "stream_id", "seq", "event_ts"])
             .limit(MAX_ROWS)
             .to_arrow()
@@ -283,7 +283,7 @@ class RawLog:
         """The head rows as stored, unchecked (`doctor` compares them with raw)."""
         q = self.heads.search()
         if user_id is not None:
-            q = q.where(filters.user(user_id))
+            q = q.where(filters.user(user_id).lance)
         rows = q.limit(MAX_ROWS).to_list()
         return sorted((self._head(r) for r in rows), key=lambda h: (h.user_id, h.stream_id))
 
@@ -296,7 +296,7 @@ class RawLog:
         """turn_id, user_id, stream_id, seq and event_ts of every row (of one user)."""
         q = self.turns.search()
         if user_id is not None:
-            q = q.where(filters.user(user_id))
+            q = q.where(filters.user(user_id).lance)
         cols = ["turn_id", "user_id", "stream_id", "seq", "event_ts"]
         return q.select(cols).limit(MAX_ROWS).to_arrow()
 
@@ -306,7 +306,7 @@ class RawLog:
             return []
         rows = (
             self.turns.search()
-            .where(filters.seq_range(user_id, stream_id, after, upto))
+            .where(filters.seq_range(user_id, stream_id, after, upto).lance)
             .limit(upto - after + 1)
             .to_list()
         )
@@ -321,12 +321,12 @@ class RawLog:
     def count(self, user_id: str | None = None) -> int:
         if user_id is None:
             return int(self.turns.count_rows())
-        return int(self.turns.count_rows(filters.sql(filters.user(user_id))))
+        return self.store.count("raw_turns", filters.user(user_id))
 
     def rejected(self, user_id: str | None = None) -> list[dict[str, object]]:
         q = self.rejects.search()
         if user_id is not None:
-            q = q.where(filters.user(user_id))
+            q = q.where(filters.user(user_id).lance)
         return list(q.limit(100_000).to_list())
 
     @staticmethod

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from functools import reduce
 
-from lancedb import col, lit
-from lancedb.expr import Expr
-
 from episodic.models import Turn
 from storage import filters
 from storage.raw import RawLog
@@ -30,18 +27,18 @@ def read_ranges(
     for s, (after, upto) in ranges.items():
         if upto > after:
             groups.setdefault((after, upto), []).append(s)
-    clauses: list[tuple[Expr, int]] = []
+    clauses: list[tuple[filters.Cond, int]] = []
     for (after, upto), streams in groups.items():
         for i in range(0, len(streams), STREAMS_PER_GROUP):
             chunk = streams[i : i + STREAMS_PER_GROUP]
-            seqs = (col("seq") > lit(after)) & (col("seq") <= lit(upto))
+            seqs = filters.above("seq", after) & filters.at_most("seq", upto)
             clauses.append((filters.within("stream_id", chunk) & seqs, len(chunk) * (upto - after)))
     for i in range(0, len(clauses), GROUPS_PER_QUERY):
         part = clauses[i : i + GROUPS_PER_QUERY]
         cond = reduce(lambda a, b: a | b, (c for c, _ in part))
         rows = (
             raw.turns.search()
-            .where(filters.user(user_id) & cond)
+            .where((filters.user(user_id) & cond).lance)
             .limit(sum(n for _, n in part) + 1)
             .to_list()
         )

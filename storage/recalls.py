@@ -35,8 +35,6 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from lancedb import lit
-
 from storage import filters
 from storage.codec import to_naive
 from storage.db import Store
@@ -76,13 +74,13 @@ def bump_recalls(
     (where,) = parts
     stamp = to_naive(now)
     assert stamp is not None
-    values = {
-        "recall_count": f"coalesce(recall_count, 0) + {int(times)}",
-        "last_recalled_at": filters.sql(lit(stamp)),
-    }
     with file_lock(store.uri, LOCK):
-        result = store.table(table).update(where=where, values_sql=values)
-    return int(result.rows_updated)
+        return store.update_where(
+            table,
+            where,
+            {"last_recalled_at": stamp},
+            {"recall_count": f"coalesce(recall_count, 0) + {int(times)}"},
+        )
 
 
 def compact_if_fragmented(store: Store, table: str, at: int = COMPACT_AT) -> bool:

@@ -69,12 +69,12 @@ class Receipts:
 
     def by_key(self, user_id: str, key: str) -> Receipt | None:
         cond = filters.user(user_id) & filters.eq("idempotency", key_hash(user_id, key))
-        rows = self.table.search().where(cond).limit(1).to_list()
+        rows = self.table.search().where(cond.lance).limit(1).to_list()
         return self._receipt(rows[0]) if rows else None
 
     def get(self, user_id: str, ingest_id: str) -> Receipt | None:
         cond = filters.user(user_id) & filters.eq("ingest_id", ingest_id)
-        rows = self.table.search().where(cond).limit(1).to_list()
+        rows = self.table.search().where(cond.lance).limit(1).to_list()
         return self._receipt(rows[0]) if rows else None
 
     def insert_grouped(self, row: dict[str, Any]) -> None:

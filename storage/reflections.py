@@ -30,7 +30,7 @@ class Reflections:
         cond = filters.user(user_id)
         if not include_archived:
             cond = cond & filters.eq("status", "active")
-        rows = self.table.search().where(cond).limit(MAX_ROWS).to_list()
+        rows = self.table.search().where(cond.lance).limit(MAX_ROWS).to_list()
         return sorted((from_row(Reflection, r) for r in rows), key=lambda r: r.created_at)
 
     def by_ids(self, user_id: str, ids: Sequence[str]) -> builtins.list[Reflection]:
@@ -39,7 +39,7 @@ class Reflections:
 
     # ---- ledger ---------------------------------------------------------
     def last_reflected_at(self, user_id: str) -> datetime | None:
-        rows = self.marks.search().where(filters.user(user_id)).limit(2).to_list()
+        rows = self.marks.search().where(filters.user(user_id).lance).limit(2).to_list()
         return to_aware(rows[0]["last_reflected_at"]) if rows else None
 
     def mark_reflected(self, user_id: str, at: datetime) -> None:

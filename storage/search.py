@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from lancedb import col, lit
 from lancedb.index import FTS
 
 from episodic.retrieval import RRF_K, W_DENSE, W_SPREAD, W_TEXT, rrf_scores
@@ -72,8 +71,8 @@ def episodes_holding(
     hi = max(v[-1] for v in want.values())
     cond = (
         filters.user_in(user_id, "stream_id", want)
-        & (col("first_seq") <= lit(hi))
-        & (col("last_seq") >= lit(lo))
+        & filters.at_most("first_seq", hi)
+        & filters.at_least("last_seq", lo)
     )
     rows = store.read(
         "episodes",
@@ -124,7 +123,7 @@ class TextIndex:
         try:
             hits = (
                 self._tbl.search(query, query_type="fts")
-                .where(filters.user(user_id), prefilter=True)
+                .where(filters.user(user_id).lance, prefilter=True)
                 .select(["unit", "_score"])
                 .limit(n)
                 .to_list()

@@ -28,7 +28,7 @@ class Checkpoints:
     def load(self, user_id: str, stream_id: str) -> Checkpoint:
         rows = (
             self.table.search()
-            .where(filters.eq("key", state_key(user_id, stream_id)) & filters.user(user_id))
+            .where((filters.eq("key", state_key(user_id, stream_id)) & filters.user(user_id)).lance)
             .limit(2)
             .to_list()
         )
@@ -51,7 +51,7 @@ class Checkpoints:
         serialized detectors: what deciding which streams have work needs."""
         q = self.table.search()
         if user_id is not None:
-            q = q.where(filters.user(user_id))
+            q = q.where(filters.user(user_id).lance)
         tbl = q.select(["user_id", "stream_id", "watermark", "open_turn_ids"]).limit(MAX_ROWS)
         out: dict[tuple[str, str], tuple[int, bool]] = {}
         for r in tbl.to_arrow().to_pylist():
@@ -61,7 +61,7 @@ class Checkpoints:
     def all(self, user_id: str | None = None) -> list[Checkpoint]:
         q = self.table.search()
         if user_id is not None:
-            q = q.where(filters.user(user_id))
+            q = q.where(filters.user(user_id).lance)
         return [from_row(Checkpoint, r) for r in q.limit(1_000_000).to_list()]
 
     def save(self, cp: Checkpoint) -> Checkpoint:
@@ -131,7 +131,8 @@ class Checkpoints:
         """Name the run and its state on many streams: one write per 5,000."""
         keys = [state_key(user_id, s) for s in stream_ids]
         for i in range(0, len(keys), 5 * CHUNK):
-            self.table.update(
-                where=filters.user_in(user_id, "key", keys[i : i + 5 * CHUNK]),
-                values={"last_run": run, "last_run_state": state},
+            self.store.update_where(
+                "segmenter_state",
+                filters.user_in(user_id, "key", keys[i : i + 5 * CHUNK]),
+                {"last_run": run, "last_run_state": state},
             )

@@ -211,12 +211,11 @@ def _check_keys(store: Store, src: Path, name: str, user_id: str, data: pa.Table
     """Refuse keys that the store holds under another user, and rows of this
     user that the export lacks (the store has moved on since the export)."""
     key = key_of(name)
-    tbl = store.table(name)
     mine = set(data[key].to_pylist())
     for i in range(0, len(mine), KEY_CHUNK):
         chunk = sorted(mine)[i : i + KEY_CHUNK]
         cond = filters.within(key, chunk) & filters.ne("user_id", user_id)
-        foreign = tbl.count_rows(filters.sql(cond))
+        foreign = store.count(name, cond)
         if foreign:
             raise ImportConflict(
                 src,

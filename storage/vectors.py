@@ -29,7 +29,7 @@ class TurnVectors:
             chunk = ks[i : i + 1000]
             tbl = (
                 self.table.search()
-                .where(filters.user_in(user_id, "key", chunk))
+                .where(filters.user_in(user_id, "key", chunk).lance)
                 .select(["key", "vector"])
                 .limit(len(chunk) + 1)
                 .to_arrow()

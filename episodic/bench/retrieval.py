@@ -192,7 +192,7 @@ def _ann(rt: Any, root: Path, qs: list[tuple[str, str]]) -> dict[str, Any]:
     skipped = json.loads((root / "ann.json").read_text(encoding="utf-8")).get("not_built")
     mats: dict[str, tuple[list[str], np.ndarray]] = {}
     for u in {u for u, _ in qs}:
-        got = tbl.search().where(filters.user(u)).select(["turn_id", "vector"]).limit(None)
+        got = tbl.search().where(filters.user(u).lance).select(["turn_id", "vector"]).limit(None)
         t = got.to_arrow()
         m = np.asarray(t["vector"].combine_chunks().values, dtype=np.float32)
         mats[u] = (t["turn_id"].to_pylist(), m.reshape(t.num_rows, DIM))
@@ -201,7 +201,7 @@ def _ann(rt: Any, root: Path, qs: list[tuple[str, str]]) -> dict[str, Any]:
         rows = (
             tbl.search(qv, vector_column_name="vector")
             .distance_type("cosine")
-            .where(filters.user(u), prefilter=True)
+            .where(filters.user(u).lance, prefilter=True)
             .select(["turn_id", "_distance"])
             .limit(10)
             .to_list()

@@ -142,18 +142,14 @@ def forget_turns(
         counts["raw_turns"] = len(ids)
         counts["segmenter_state"] = _scrub_detectors(rt, [t for t in turns if t.turn_id in ids])
         if ids and "turn_vectors" in present(store):
-            tbl = store.db.open_table("turn_vectors")
-            cond = filters.sql(filters.user_in(user_id, "turn_id", ids))
-            counts["turn_vectors"] = int(tbl.count_rows(cond))
-            tbl.delete(cond)
+            cond = filters.user_in(user_id, "turn_id", ids)
+            counts["turn_vectors"] = store.delete("turn_vectors", cond)
         if ids and TURN_DOCS in present(store):
             # stores written before the search built its documents in memory: a
             # document holds the turn before it too, so the stream's documents go
             streams = sorted({t.stream_id for t in turns if t.turn_id in set(ids)})
-            tbl = store.db.open_table(TURN_DOCS)
-            cond = filters.sql(filters.user(user_id) & filters.within("stream_id", streams))
-            counts[TURN_DOCS] = int(tbl.count_rows(cond))
-            tbl.delete(cond)
+            cond = filters.user(user_id) & filters.within("stream_id", streams)
+            counts[TURN_DOCS] = store.delete(TURN_DOCS, cond)
         for e in _episodes_holding(rt, user_id, ids):  # none again on a repeat
             counts["episodes"] += _rederive(rt, e)
             sole = [f.fact_id for f in rt.facts.list(user_id, include_inactive=True)
@@ -242,16 +238,11 @@ def _erase_facts(
         return {"facts": 0, "fact_history": 0}
     splices, reopen = _chains_after(rt, user_id, fact_ids)
     reopen = reopen if rederived else []
-    facts = store.db.open_table("facts")
-    cond = filters.sql(filters.user_in(user_id, "fact_id", fact_ids))
-    n_facts = int(facts.count_rows(cond))
-    facts.delete(cond)
-    hist = store.db.open_table("fact_history")
-    n_hist = 0
-    for column in ("fact_id", "new_fact_id"):
-        hcond = filters.sql(filters.user_in(user_id, column, fact_ids))
-        n_hist += int(hist.count_rows(hcond))
-        hist.delete(hcond)
+    n_facts = store.delete("facts", filters.user_in(user_id, "fact_id", fact_ids))
+    n_hist = sum(
+        store.delete("fact_history", filters.user_in(user_id, column, fact_ids))
+        for column in ("fact_id", "new_fact_id")
+    )
     if splices:
         store.update_columns("facts", splices)
     for fact_id in reopen:
@@ -300,6 +291,5 @@ def _erase_reflections(
         if cited & (set(r.evidence_episode_ids) | set(r.evidence_fact_ids))
     ]
     if gone:
-        tbl = rt.store.db.open_table("reflections")
-        tbl.delete(filters.sql(filters.user_in(user_id, "reflection_id", gone)))
+        rt.store.delete("reflections", filters.user_in(user_id, "reflection_id", gone))
     return len(gone)

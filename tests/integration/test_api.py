@@ -80,7 +80,7 @@ def test_post_twice_accepts_then_counts_duplicates(memory: Memory) -> None:
     from storage.filters import user
 
     rej = memory.rt.store.table("rejected_input")
-    rows = rej.search().where(user("dup-user")).limit(100).to_list()
+    rows = rej.search().where(user("dup-user").lance).limit(100).to_list()
     assert len(rows) == 2 and {r["line_no"] for r in rows} == {10, 11}
     assert {r["source"] for r in rows} <= {f"api:{k.key_id}" for k in memory.keys.list("dup-user")}
 

@@ -89,9 +89,10 @@ def _age(memory: Service, days: int) -> None:
         ("reflections", "reflection_id", refl),
     ):
         for item_id, created in items:
-            memory.rt.store.table(table).update(
-                where=filters.sql(filters.user(USER) & filters.eq(column, item_id)),
-                values={"created_at": to_naive(created - timedelta(days=days))},
+            memory.rt.store.update_where(
+                table,
+                filters.user(USER) & filters.eq(column, item_id),
+                {"created_at": to_naive(created - timedelta(days=days))},
             )
 
 

@@ -34,7 +34,7 @@ def test_polls_read_new_fragments_then_everything_after_a_delete(tmp_path: Path)
     assert gained is not None and not gained.whole
     assert sorted(gained.rows.column("text").to_pylist()) == ["turn number 3", "turn number 4"]
 
-    store.table("raw_turns").delete(filters.sql(filters.eq("text", "turn number 1")))
+    store.delete("raw_turns", filters.eq("text", "turn number 1"))
     after = f.poll()
     assert after is not None and after.whole  # a delete: the user's rows whole
     assert sorted(after.rows.column("text").to_pylist()) == [

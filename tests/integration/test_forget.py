@@ -45,7 +45,7 @@ def _rows(memory: Memory, user: str) -> dict[str, list[dict[str, Any]]]:
     store = memory.rt.store
     return {
         name: sorted(
-            store.db.open_table(name).search().where(user_is(user)).limit(None).to_list(),
+            store.db.open_table(name).search().where(user_is(user).lance).limit(None).to_list(),
             key=repr,
         )
         for name in present(store)

@@ -77,6 +77,22 @@ def test_import_refuses_rows_whose_keys_belong_to_another_user(
     assert memory.doctor("bob").ok
 
 
+def test_an_id_written_to_end_the_sql_literal_hides_no_foreign_key(
+    two_users: Memory, tmp_path: Path
+) -> None:
+    """lancedb's SQL rendering ended the literal at a quote after a backslash,
+    so one such id beside bob's made the ownership check count nothing."""
+    memory = two_users
+    out = tmp_path / "mallory"
+    memory.export("mallory", out)
+    bob_ids = frame(memory.rt.store, "raw_turns", "bob", ["turn_id"])["turn_id"].to_pylist()
+    _edit(out / "raw_turns.parquet", "turn_id", ["\\') AND 1=0) --", bob_ids[0]])
+    before = _snapshot(memory, "bob")
+    with pytest.raises(ImportConflict, match="another user"):
+        memory.import_(out)
+    assert _snapshot(memory, "bob") == before
+
+
 def test_import_refuses_to_roll_a_user_back(tmp_path: Path) -> None:
     memory = make_memory(tmp_path / "home")
     memory.add("u", [{"role": "user", "text": "I live in Paris.", "ts": "2025-03-02T09:00:00Z"}])

@@ -18,7 +18,7 @@ HUGE = "9" * 400  # overflows a float; Python still parses it as an int
 
 def _rejected(memory: Memory, user: str) -> list[dict[str, Any]]:
     tbl = memory.rt.store.table("rejected_input")
-    rows: list[dict[str, Any]] = tbl.search().where(filters.user(user)).limit(1000).to_list()
+    rows: list[dict[str, Any]] = tbl.search().where(filters.user(user).lance).limit(1000).to_list()
     return rows
 
 

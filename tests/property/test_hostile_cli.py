@@ -297,9 +297,8 @@ def test_multi_megabyte_lines(home: Home, megabytes: int) -> None:
     assert (report["accepted"], report["rejected"]) == (2, 2)
     assert (raw_after - raw_before, rej_after - rej_before) == (2, 2)
     # kept for a later look: whole, or its head up to the line cap (which the reason says)
-    rejected = (
-        home.rt.raw.rejects.search().where(filters.eq("source", str(path.resolve()))).to_list()
-    )
+    from_file = filters.eq("source", str(path.resolve()))
+    rejected = home.rt.raw.rejects.search().where(from_file.lance).to_list()
     cap = 16 * home.rt.settings.max_turn_chars + (1 << 20)
     longest = max(rejected, key=lambda r: len(r["raw"]))
     assert len(longest["raw"]) >= min(megabytes << 20, cap)
