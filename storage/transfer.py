@@ -105,8 +105,13 @@ def key_of(table: str) -> str:
 
 
 def export_user(store: Store, user_id: str, out: Path) -> TransferReport:
-    """Write every table's rows of `user_id` to `out` (created) as Parquet."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Write every table's rows of `user_id` to `out` (created) as Parquet.
+    TransferError when `out` is a file or cannot be written."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / MANIFEST).touch()
+    except OSError as e:
+        raise TransferError(f"{out}: cannot write the export there ({e.strerror})", out) from e
     rows: dict[str, int] = {}
     for name in table_names():
         tbl = frame(store, name, user_id)

@@ -12,6 +12,7 @@ read, or its format could not be told. Compaction summaries are counted in
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -66,14 +67,17 @@ def parse_with_stats(
     if max_turn_chars < 1:
         raise ValueError("max_turn_chars must be at least 1")
     try:
-        size = path.stat().st_size
-        with path.open("rb"):
-            pass
+        st = path.stat()
+        if stat.S_ISREG(st.st_mode):  # opening a FIFO would wait for a writer
+            with path.open("rb"):
+                pass
     except OSError as e:
         raise IngestError(str(path), f"cannot read: {e.strerror or e}") from e
-    if path.is_dir():
+    if stat.S_ISDIR(st.st_mode):
         raise IngestError(str(path), "is a directory")
-    stats = ParseStats(total_bytes=size)
+    if not stat.S_ISREG(st.st_mode):
+        raise IngestError(str(path), "not a regular file (a FIFO or a device)")
+    stats = ParseStats(total_bytes=st.st_size)
     if fmt == "auto":
         with path.open("rb") as f:
             empty = not f.read(1 << 16).strip()

@@ -99,6 +99,10 @@ def test_import_refuses_to_mix_raw_logs(
     assert re.search(r"already holds [1-4] [a-z ]*of user 'u1'", line)
     assert rt.raw.count("u1") == 4  # nothing written
     assert "manifest.json" in refused("import", str(tmp_path / "nowhere"), "--json", code=2)
+    (tmp_path / "a-file").write_text("mine\n")
+    line = refused("export", "--user", "u1", "--out", str(tmp_path / "a-file"), "--json", code=2)
+    assert "a-file: cannot write the export there" in line
+    assert (tmp_path / "a-file").read_text() == "mine\n"
 
 
 def test_unknown_user_exits_1_on_user_scoped_reads(source: Path, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from episodic.adapters.mcp.server import build_server
+from storage import filters
 from tests.integration.api_support import CLI, ROOT, cli_env, mcp_calls, tool_data, tool_error
 from tests.integration.helpers import make_memory, synthetic_stream
 
@@ -60,6 +61,17 @@ def test_refusals_reach_the_client_with_their_reason(tmp_path: Path) -> None:
     ]
     assert "yesterday" in said[4] and "isoformat" in said[4]
     assert said[5] == "at most 1000 turns per call, got 1001"
+
+
+def test_a_bad_item_is_quarantined_and_the_rest_of_the_batch_kept(tmp_path: Path) -> None:
+    memory = make_memory(tmp_path / "home")
+    batch: list[Any] = [{"role": "user", "text": "mcp hello", "stream_id": "m"}, 5, {"role": "x"}]
+    [result] = mcp_calls(build_server("u1", memory), [("remember", {"turns": batch})])
+    receipt = tool_data(result)
+    assert receipt["accepted"] == 1
+    assert [r["index"] for r in receipt["rejected"]] == [1, 2]
+    assert [t.text for t in memory.rt.raw.by_ids("u1", receipt["turn_ids"])] == ["mcp hello"]
+    assert len(memory.rt.raw.rejects.search().where(filters.user("u1").lance).to_list()) == 2
 
 
 def test_tools_are_the_memory_calls_for_the_server_user(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,6 +71,27 @@ def test_detect_unknown_and_unreadable(tmp_path: Path) -> None:
         parse_file(tmp_path / "missing.jsonl")
     with pytest.raises(IngestError, match="unknown format"):
         parse_file(odd, "yaml")
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    said: list[str] = []
+
+    def ingest() -> None:
+        try:
+            parse_with_stats(fifo, "auto")
+            said.append("read")
+        except IngestError as e:
+            said.append(str(e))
+
+    reader = threading.Thread(target=ingest, daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():  # it waits for a writer: give it one, so the test ends
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(10)
+    assert len(said) == 1 and "not a regular file" in said[0], said
 
 
 def test_generic_jsonl() -> None:

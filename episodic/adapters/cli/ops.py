@@ -251,7 +251,12 @@ def export(
 ) -> None:
     """Write a user's raw turns, episodes, facts and their history, reflections,
     checkpoints and rejected input as Parquet (one file a table) to --out."""
-    report = for_user(user).export(user, out)
+    from storage.transfer import TransferError
+
+    try:
+        report = for_user(user).export(user, out)
+    except TransferError as e:
+        fail(ExitCode.USAGE, str(e))
     if as_json:
         print_json(report.as_dict())
         return

@@ -62,9 +62,10 @@ def build_server(user_id: str, memory: Memory, *, autopilot: Autopilot | None = 
     )
 
     @server.tool()
-    def remember(turns: list[dict[str, Any]]) -> dict[str, Any]:
+    def remember(turns: list[dict[str, Any] | Any]) -> dict[str, Any]:
         """Store turns: each {role, text, ts?, stream_id?, kind?, meta?, id?}.
-        Idempotent: the same turn (same id, or same content and ts) is stored once."""
+        Idempotent: the same turn (same id, or same content and ts) is stored once.
+        A bad item is quarantined and listed in `rejected`; the others are stored."""
         with _refusals():
             if len(turns) > MAX_TURNS:
                 raise ValueError(f"at most {MAX_TURNS} turns per call, got {len(turns)}")
