@@ -69,6 +69,8 @@ HOSTILE_IDS = [
     "a_b",
     "' OR '1'='1",
     "x'; DROP TABLE raw_turns; --",
+    "o''brien",  # lancedb's SQL rendering took '' as an escaped quote: o'brien's rows
+    "x\\') OR 1=1 --",  # ... and ended a literal at a quote after a backslash
     "ユーザー🙂ñ",
     "L" * 2000,  # longer than TurnIn allows: ingest must refuse it, reads find nothing
 ]
