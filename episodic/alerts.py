@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from episodic.models import user_tag
+
 LAG_EVENT = "episodic.stream.lagging"
 RESOURCE_PREFIX = "episodic.stream."
 
@@ -43,13 +45,15 @@ def lagging(lags: Iterable[StreamLag], threshold: int, limit: int = MAX_STREAMS)
 
 def lag_event(lag: StreamLag, threshold: int, oldest_age_s: float | None = None) -> dict[str, Any]:
     """Keyword arguments of prefect.events.emit_event for one lagging stream.
-    The resource names the user and stream (ids, never turn text)."""
+    The resource names the stream and a hash of its user (`user_tag`: Prefect
+    keeps events where a forget cannot reach), never turn text."""
+    who = user_tag(lag.user_id)
     return {
         "event": LAG_EVENT,
         "resource": {
-            "prefect.resource.id": f"{RESOURCE_PREFIX}{lag.user_id}.{lag.stream_id}",
-            "prefect.resource.name": f"{lag.user_id}/{lag.stream_id}",
-            "episodic.user": lag.user_id,
+            "prefect.resource.id": f"{RESOURCE_PREFIX}{who}.{lag.stream_id}",
+            "prefect.resource.name": f"{who}/{lag.stream_id}",
+            "episodic.user": who,
             "episodic.stream": lag.stream_id,
         },
         "payload": {

@@ -51,6 +51,12 @@ def stable_id(*parts: object) -> str:
     return h.hexdigest()[:32]
 
 
+def user_tag(user_id: str) -> str:
+    """A user's name in run names, reports and events: a hash, never the id
+    (Prefect keeps them where a forget cannot reach)."""
+    return stable_id("user", user_id)[:8]
+
+
 class TurnIn(BaseModel):
     """A parsed turn before it has a place in the raw log (no seq yet)."""
 

@@ -14,7 +14,7 @@ from prefect.states import Completed
 
 from episodic.alerts import StreamLag
 from episodic.llm.prices import estimated_cost_usd
-from episodic.models import now_utc
+from episodic.models import now_utc, user_tag
 from episodic.service.embed_ahead import EmbedAhead
 from episodic.service.memory import Memory
 from episodic.service.runtime import Runtime
@@ -347,9 +347,9 @@ def _pictures(rt: Runtime, users: list[str], redraw: bool) -> str:
 
                 path = plot_latest(rt, uid)
             except Exception as e:
-                get_run_logger().warning("timeline picture for %s failed: %s", uid, e)
+                get_run_logger().warning("timeline picture for %s failed: %s", user_tag(uid), e)
         if path.exists():
-            lines.append(f"- {uid}: `{path}`")
+            lines.append(f"- {user_tag(uid)}: `{path}`")
     if not lines:
         return "\n\nTimeline pictures: none yet (`episodic plot --user ID` draws one).\n"
     return "\n\n## Timeline pictures\n\n" + "\n".join(lines) + "\n"

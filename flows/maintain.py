@@ -9,9 +9,10 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from episodic.decay import DecayPolicy
+from episodic.models import user_tag
 from episodic.service.maintain import decay_user, upkeep
 from episodic.service.memory import Memory
-from tasks.names import from_params, user_tag, user_task_name
+from tasks.names import from_params, user_task_name
 from tasks.report import publish_table
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from episodic.models import stable_id
+from episodic.models import user_tag
 
 
 def run_name(flow: str, user: str | None) -> str:
@@ -24,11 +24,6 @@ def from_params(flow: str):  # type: ignore[no-untyped-def]
         return run_name(flow, params.get("user"))
 
     return make
-
-
-def user_tag(user_id: str) -> str:
-    """A user's name in run names and reports: a hash, never the id."""
-    return stable_id("user", user_id)[:8]
 
 
 def user_task_name(step: str) -> Callable[[], str]:

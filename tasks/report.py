@@ -6,7 +6,7 @@ from typing import Any
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from tasks.names import user_tag
+from episodic.models import user_tag
 
 
 def _bar(n: int, most: int, width: int = 30) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from episodic.models import user_tag
 from episodic.service.llm_server import free_port
 from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.prefect_server import BIN, Server, prefect_server
@@ -166,7 +167,9 @@ def test_a_lagging_stream_is_notified(
         )
     )
     assert summary["turns_processed"] == ingested["accepted"]
-    body = receiver.wait_for(lambda b: "lagu/chat" in b.get("subject", ""))
+    tag = user_tag("lagu")
+    body = receiver.wait_for(lambda b: f"{tag}/chat" in b.get("subject", ""))
+    assert "lagu" not in json.dumps(body)
     assert f"{ingested['accepted']} turns" in body["body"]
     assert "threshold 5" in body["body"]
     # the event itself, as the server stored it
@@ -174,5 +177,5 @@ def test_a_lagging_stream_is_notified(
         "/events/filter",
         {"filter": {"event": {"name": ["episodic.stream.lagging"]}}, "limit": 10},
     )
-    found = [e for e in events["events"] if e["resource"]["episodic.user"] == "lagu"]
+    found = [e for e in events["events"] if e["resource"]["episodic.user"] == tag]
     assert found and found[0]["payload"]["unprocessed_turns"] == ingested["accepted"]

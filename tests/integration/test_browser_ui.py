@@ -14,7 +14,7 @@ import pytest
 
 from episodic.adapters.embedded import Memory
 from episodic.config import Settings
-from tasks.names import user_tag
+from episodic.models import user_tag
 from tests.integration.chromium import headless_chromium
 from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.prefect_server import BIN, Server, prefect_server, run

@@ -17,13 +17,13 @@ from prefect import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 from prefect.client.schemas.objects import State
 
+from episodic.models import user_tag
 from episodic.service.ingest import ingest_file
 from flows.consolidate import consolidate
 from flows.maintain import maintain
 from flows.reflect import reflect
 from storage.lease import LeaseBusy
 from tasks.exclusion import limit_name, user_slot
-from tasks.names import user_tag
 from tests.integration.helpers import (
     held_elsewhere,
     make_memory,

@@ -14,7 +14,7 @@ import pytest
 from episodic.adapters.embedded import Memory
 from episodic.bench.servers import run_checked
 from episodic.config import Settings
-from tasks.names import user_tag
+from episodic.models import user_tag
 from tests.integration.helpers import synthetic_stream, write_jsonl
 from tests.integration.prefect_server import (
     BIN,

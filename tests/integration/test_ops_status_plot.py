@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from episodic.adapters.cli.main import app
+from episodic.models import user_tag
 from episodic.service.plot_path import latest_plot_path
 from episodic.service.timeline import build_timeline, draw, render
-from flows.consolidate import consolidate
-from tasks.names import user_tag
+from flows.consolidate import _pictures, consolidate
 from tests.integration.cli_support import cli_home, refused
 from tests.integration.helpers import synthetic_stream, write_jsonl
 
@@ -116,6 +116,8 @@ def test_plot_matches_stored_cuts_and_labels_do_not_overlap(
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000
     latest = latest_plot_path(m.settings.home, "u3")
     assert latest.read_bytes() == out.read_bytes()  # the consolidate artifact names this one
+    named = _pictures(m.rt, ["u3"], redraw=False)  # Prefect keeps it where no forget reaches
+    assert f"- {user_tag('u3')}: `{latest}`" in named and "u3" not in named.replace(str(latest), "")
     assert refused("plot", "--user", "nobody", "--out", str(out)).startswith("error: no user")
     line = refused("plot", "--user", "u3", "--stream", "nope", "--out", str(out), code=2)
     assert "no stream 'nope'" in line
