@@ -14,7 +14,7 @@ R = TypeVar("R")
 
 
 def on_conflict(fn: Callable[P, R]) -> Callable[P, R]:
-    """`fn`, retried up to 5 times with backoff on a LanceDB commit conflict.
+    """`fn`, retried up to 8 times with backoff (about 12 s in all) on a LanceDB commit conflict.
     tenacity loads on the first call, not with the store: `episodic status`
     never needs it."""
 
@@ -29,7 +29,7 @@ def on_conflict(fn: Callable[P, R]) -> Callable[P, R]:
 
         for attempt in Retrying(
             retry=retry_if_exception_message(match=r".*[Cc]onflict.*"),
-            stop=stop_after_attempt(5),
+            stop=stop_after_attempt(8),
             wait=wait_exponential(multiplier=0.2, max=3),
             reraise=True,
         ):
