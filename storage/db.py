@@ -13,6 +13,7 @@ from lancedb.index import FTS, BTree
 from lancedb.util import value_to_sql
 
 from episodic.config import Settings, load_settings
+from episodic.errors import ConfigError, storage_errno
 from storage import filters, schemas
 from storage.allocator import bound
 from storage.codec import to_table
@@ -68,8 +69,14 @@ class Store:
         self.uri = uri
         self.dim = dim
         bound()  # glibc's large blocks mapped, not kept in its heaps (storage/allocator.py)
+        where = "EPISODIC_DB_URI" if "://" in uri else "EPISODIC_HOME"
         if "://" not in uri:
-            Path(uri).mkdir(parents=True, exist_ok=True)
+            try:
+                Path(uri).mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                if storage_errno(e) is not None:
+                    raise  # full, read-only, not ours: the storage error it is
+                raise ConfigError(where, f"cannot create the store at {uri}: {e.strerror}") from e
         # LanceDB's own defaults (6 GB of index cache, 1 GB of metadata) let a
         # long consolidation grow past 3 GB: every commit adds a version whose
         # metadata is cached. A bounded session keeps the process flat.
@@ -83,12 +90,21 @@ class Store:
         # storage_options: the object store's endpoint, region... (never
         # credentials: LanceDB reads those from AWS_* itself). Concurrent
         # commits on S3 are safe through conditional PUT: docs/operate.md.
-        self.db = lancedb.connect(
-            uri,
-            read_consistency_interval=timedelta(0),
-            session=session,
-            storage_options=dict(storage_options) if storage_options else None,
-        )
+        try:
+            self.db = lancedb.connect(
+                uri,
+                read_consistency_interval=timedelta(0),
+                session=session,
+                storage_options=dict(storage_options) if storage_options else None,
+            )
+        except (ValueError, OSError, RuntimeError) as e:
+            if storage_errno(e) is not None:
+                raise
+            # an endpoint down, no such bucket, an unknown scheme: LanceDB's
+            # text ends in a Rust backtrace; its head says what went wrong
+            head = str(e).split(", /")[0][:300]
+            hint = " (check EPISODIC_DB_STORAGE_OPTIONS)" if "://" in uri else ""
+            raise ConfigError(where, f"cannot open the store at {uri}: {head}{hint}") from e
         self._tables: dict[str, Any] = {}
         self._cache_mb = cache_mb
         self._datasets: dict[str, Any] = {}  # table name -> pylance dataset (`dataset`)

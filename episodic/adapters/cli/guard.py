@@ -74,11 +74,29 @@ def guarded() -> Iterator[None]:
         fail(ExitCode.BUSY, str(e))
     except Exception as e:
         code = storage_errno(e)
-        if code is None:
+        if code is not None:
+            fail(ExitCode.STORAGE, _storage_message(e, code))
+        unanswered = _server_unanswered(e)
+        if unanswered is None:
             raise
-        fail(ExitCode.STORAGE, _storage_message(e, code))
+        fail(ExitCode.USAGE, unanswered)
     finally:
         release()
+
+
+def _server_unanswered(e: Exception) -> str | None:
+    """A server the command needs that did not answer: Prefect's API at a
+    PREFECT_API_URL that is down or wrong, above all."""
+    import httpx
+
+    if isinstance(e, RuntimeError) and str(e).startswith("Failed to reach API"):
+        return (
+            f"{e} (is `prefect server start` running there? unset PREFECT_API_URL "
+            "for Prefect's temporary API)"
+        )
+    if isinstance(e, httpx.TransportError | httpx.HTTPStatusError):
+        return f"a server did not answer: {e} (PREFECT_API_URL, or the model's endpoint?)"
+    return None
 
 
 class GuardedGroup(TyperGroup):

@@ -286,7 +286,7 @@ def import_(
 
 
 def serve(
-    limit: int | None = typer.Option(None, "--limit", help="most flow runs at once"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="most flow runs at once"),
 ) -> None:
     """Serve consolidate, reflect, maintain and ingest with their schedules (Ctrl-C stops)."""
     from episodic.adapters.cli.serve import schedules, serve_all
