@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 on ONNX Runtime with int8 dynamic quantization.
 
 The graph is exported locally from the packaged weights (never from a hub)
-on first use and cached under `EPISODIC_HOME/models`; later loads need neither
+on first use and cached once per machine (`Settings.models_dir`); later loads need neither
 torch nor transformers. Mean pooling over the attention mask and L2
 normalisation, as sentence-transformers does for this model.
 
