@@ -11,8 +11,13 @@ from datetime import UTC, datetime
 from episodic.models import user_tag
 
 
-def run_name(flow: str, user: str | None) -> str:
-    who = user_tag(user) if user else "all"
+def run_name(flow: str, user: str | None, shard: str | None = None) -> str:
+    """`consolidate-<user tag>-<UTC time>`; a shard's run `consolidate-shard-0of2-...`,
+    every user's `consolidate-all-...`."""
+    if user:
+        who = user_tag(user)
+    else:
+        who = f"shard-{shard.replace('/', 'of')}" if shard else "all"
     return f"{flow}-{who}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
 
 
@@ -21,7 +26,7 @@ def from_params(flow: str):  # type: ignore[no-untyped-def]
         from prefect.runtime import flow_run
 
         params = flow_run.parameters or {}
-        return run_name(flow, params.get("user"))
+        return run_name(flow, params.get("user"), params.get("shard"))
 
     return make
 
