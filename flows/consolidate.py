@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from datetime import datetime
@@ -23,7 +24,7 @@ from episodic.shards import Shard
 from episodic.vocab import Stage
 from storage.lease import user_lease
 from tasks.alerts import emit_lag_alerts
-from tasks.exclusion import user_slot
+from tasks.exclusion import slot_warning, user_slot
 from tasks.names import from_params, user_task_name
 from tasks.report import consolidate_markdown, publish_markdown
 from tasks.steps import merge_facts, score_salience, segment_streams
@@ -167,6 +168,11 @@ def consolidate(
     wait_before = _llm_wait(rt)
     stages_before = rt.stages.snapshot()
     part = Shard.parse(shard) if shard is not None else None  # a bad one fails first
+    unsafe = slot_warning(
+        rt.settings.database_uri, rt.settings.user_slot, os.environ.get("PREFECT_API_URL")
+    )
+    if unsafe:
+        logger.warning(unsafe)
     todo = _work(rt, user, flush, part)
     if not todo and not plot:
         summary = summarise({}, {}, time.monotonic() - started, began)

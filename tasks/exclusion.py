@@ -29,6 +29,24 @@ _known: set[str] = set()
 _known_lock = threading.Lock()
 
 
+def slot_warning(store_uri: str, user_slot: str, api_url: str | None) -> str | None:
+    """What is unsafe in how runs of one user are kept apart, as the README
+    says it: object storage needs the Prefect slot (file locks are local), and
+    the slot needs a real server (the temporary API never frees a killed
+    holder's slot)."""
+    if "://" in store_uri and user_slot != "prefect":
+        return (
+            "the store is on object storage and EPISODIC_USER_SLOT is local: runs of one "
+            "user on two machines can interleave; set EPISODIC_USER_SLOT=prefect"
+        )
+    if user_slot == "prefect" and not api_url:
+        return (
+            "EPISODIC_USER_SLOT=prefect on Prefect's temporary API: a killed run's slot "
+            "never comes back; use it with `prefect server start` and PREFECT_API_URL"
+        )
+    return None
+
+
 def limit_name(user_id: str) -> str:
     return f"episodic-user-{stable_id('gcl', user_id)[:16]}"
 
