@@ -78,6 +78,11 @@ def test_status_counts_lag_and_names_the_last_run(
     assert rows[0]["last_run_state"] == "Completed" and rows[0]["unprocessed_turns"] == 0
     human = runner.invoke(app, ["status"])
     assert human.exit_code == 0 and "u2" in human.output
+    # the tag an alert names (a hash of the id) finds the user
+    tagged = runner.invoke(app, ["status", "--json", "--tag", user_tag("u2")])
+    assert tagged.exit_code == 0, tagged.output
+    assert [(r["user_id"], r["stream_id"]) for r in json.loads(tagged.stdout)] == [("u2", "s1")]
+    assert refused("status", "--tag", "00000000").startswith("error: no user's streams")
 
 
 def test_plot_matches_stored_cuts_and_labels_do_not_overlap(

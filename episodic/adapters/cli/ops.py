@@ -34,13 +34,23 @@ class RejectedRow(TypedDict):
 
 def status(
     user: str | None = typer.Option(None, "--user", help="only this user's streams"),
+    tag: str | None = typer.Option(
+        None, "--tag", help="only the user of this tag (the hash in run names, reports, alerts)"
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Per user and stream: raw turns, watermark, lag, open episode, last run."""
+    from episodic.models import user_tag
     from episodic.service.status import human_age
 
+    if user is not None and tag is not None:
+        fail(ExitCode.USAGE, "give --user or --tag, not both")
     m = for_user(user) if user is not None else memory()
     rows = m.status(user)
+    if tag is not None:
+        rows = [r for r in rows if user_tag(r.user_id) == tag]
+        if not rows:
+            fail(ExitCode.REJECTED, f"no user's streams have the tag {tag!r}")
     spooled = [] if as_json else m.spooled(user)
     if spooled:
         # a hook wired with nothing to drain it: say so, or its turns look lost
