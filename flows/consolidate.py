@@ -353,7 +353,9 @@ def _pictures(rt: Runtime, users: list[str], redraw: bool) -> str:
 
                 path = plot_latest(rt, uid)
             except Exception as e:
-                get_run_logger().warning("timeline picture for %s failed: %s", user_tag(uid), e)
+                get_run_logger().warning(  # the kind only: its text may hold the user's id
+                    "timeline picture for %s failed: %s", user_tag(uid), type(e).__name__
+                )
         if path.exists():
             lines.append(f"- {user_tag(uid)}: `{path}`")
     if not lines:

@@ -69,8 +69,9 @@ class Store:
         self.uri = uri
         self.dim = dim
         bound()  # glibc's large blocks mapped, not kept in its heaps (storage/allocator.py)
-        where = "EPISODIC_DB_URI" if "://" in uri else "EPISODIC_HOME"
-        if "://" not in uri:
+        remote = "://" in uri
+        where = "EPISODIC_DB_URI" if remote else "EPISODIC_HOME (or EPISODIC_DB_URI)"
+        if not remote:
             try:
                 Path(uri).mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -98,13 +99,14 @@ class Store:
                 storage_options=dict(storage_options) if storage_options else None,
             )
         except (ValueError, OSError, RuntimeError) as e:
-            if storage_errno(e) is not None:
-                raise
+            if not remote or storage_errno(e) is not None:
+                raise  # a local folder's failure is a storage error or a bug: seen whole
             # an endpoint down, no such bucket, an unknown scheme: LanceDB's
             # text ends in a Rust backtrace; its head says what went wrong
             head = str(e).split(", /")[0][:300]
-            hint = " (check EPISODIC_DB_STORAGE_OPTIONS)" if "://" in uri else ""
-            raise ConfigError(where, f"cannot open the store at {uri}: {head}{hint}") from e
+            raise ConfigError(
+                where, f"cannot open the store at {uri}: {head} (check EPISODIC_DB_STORAGE_OPTIONS)"
+            ) from e
         self._tables: dict[str, Any] = {}
         self._cache_mb = cache_mb
         self._datasets: dict[str, Any] = {}  # table name -> pylance dataset (`dataset`)
@@ -267,11 +269,10 @@ class Store:
         return int(self.dataset(tbl).count_rows(filter=cond.arrow))
 
     def delete(self, name: str, cond: filters.Cond) -> int:
-        """Delete the rows matching `cond`; returns how many there were."""
-        n = self.count(name, cond)
-        if n:
-            self.open(name).delete(cond.lance)
-        return n
+        """Delete the rows matching `cond`; returns how many went."""
+        if not self.count(name, cond):
+            return 0  # a delete of nothing would still commit a version
+        return int(self.open(name).delete(cond.lance).num_deleted_rows)
 
     def update_where(
         self,

@@ -94,9 +94,9 @@ def _server_unanswered(e: Exception) -> str | None:
             f"{e} (is `prefect server start` running there? unset PREFECT_API_URL "
             "for Prefect's temporary API)"
         )
-    if isinstance(e, httpx.TransportError | httpx.HTTPStatusError):
+    if isinstance(e, httpx.ConnectError | httpx.ConnectTimeout):
         return f"a server did not answer: {e} (PREFECT_API_URL, or the model's endpoint?)"
-    return None
+    return None  # an answer it did not like is a bug to see whole
 
 
 class GuardedGroup(TyperGroup):
