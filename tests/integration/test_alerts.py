@@ -170,7 +170,7 @@ def test_a_lagging_stream_is_notified(
     tag = user_tag("lagu")
     body = receiver.wait_for(lambda b: f"{tag}/chat" in b.get("subject", ""))
     assert "lagu" not in json.dumps(body)
-    assert f"episodic status --tag {tag} shows where it stands" in body["body"]
+    assert f"`episodic status --tag {tag}` shows where it stands" in body["body"]
     assert f"{ingested['accepted']} turns" in body["body"]
     assert "threshold 5" in body["body"]
     # the event itself, as the server stored it
