@@ -12,6 +12,7 @@ read, or its format could not be told. Compaction summaries are counted in
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -37,6 +38,21 @@ _PARSERS: dict[str, Callable[[Context], Iterator[TurnIn | Rejected]]] = {
     "locomo": locomo.parse,
     "chatgpt": chatgpt.parse,
 }
+
+
+def regular_file(path: Path) -> os.stat_result:
+    """`path`'s stat when it is a regular file, else IngestError; by stat,
+    which never blocks (opening a FIFO would wait for a writer)."""
+    try:
+        st = path.stat()
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise IngestError(repr(str(path))[1:-1], f"cannot read: {reason}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise IngestError(str(path), "is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise IngestError(str(path), "not a regular file (a FIFO or a device)")
+    return st
 
 
 def parse_with_stats(
@@ -66,17 +82,12 @@ def parse_with_stats(
         )
     if max_turn_chars < 1:
         raise ValueError("max_turn_chars must be at least 1")
+    st = regular_file(path)
     try:
-        st = path.stat()
-        if stat.S_ISREG(st.st_mode):  # opening a FIFO would wait for a writer
-            with path.open("rb"):
-                pass
+        with path.open("rb"):
+            pass
     except OSError as e:
         raise IngestError(str(path), f"cannot read: {e.strerror or e}") from e
-    if stat.S_ISDIR(st.st_mode):
-        raise IngestError(str(path), "is a directory")
-    if not stat.S_ISREG(st.st_mode):
-        raise IngestError(str(path), "not a regular file (a FIFO or a device)")
     stats = ParseStats(total_bytes=st.st_size)
     if fmt == "auto":
         with path.open("rb") as f:

@@ -10,12 +10,11 @@ are read: a FIFO or a device would block the agent's hook."""
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from episodic.errors import IngestError
+from episodic.ingest import regular_file
 from episodic.service.ingest import IngestReport, ingest_file
 from storage.offsets import Offsets
 from storage.raw import RawLog
@@ -58,17 +57,13 @@ def fingerprint(path: Path, offset: int) -> str:
     return hashlib.sha256(str(offset).encode() + b":" + data).hexdigest()[:32]
 
 
-def regular_file(path: Path) -> tuple[Path, int]:
-    """The resolved path of a regular file and its size, else IngestError
-    (checked by stat, which never blocks on a FIFO)."""
+def resolved_file(path: Path) -> tuple[Path, int]:
+    """The resolved path of a regular file and its size, else IngestError."""
     try:
         resolved = Path(path).resolve()
-        st = os.stat(resolved)
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
         raise IngestError(repr(str(path))[1:-1], f"cannot read: {e}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise IngestError(str(resolved), "not a regular file (a FIFO, device or directory)")
-    return resolved, st.st_size
+    return resolved, regular_file(resolved).st_size
 
 
 def count_lines(path: Path, start: int, end: int) -> int:
@@ -97,7 +92,7 @@ def capture_file(
 ) -> CaptureReport:
     """`user_id` owns the offset; it is also every turn's user unless
     `override_user` is False (a generic file naming its users per line)."""
-    path, size = regular_file(path)
+    path, size = resolved_file(path)
     key = str(path)
     stored = offsets.get(user_id, key)
     start, line = stored.offset, stored.line
